@@ -1,0 +1,61 @@
+# attnlab: `make slides` runs the deck, `make test` runs every test.
+# Both create .venv (if missing) and install the pinned dependencies first.
+SHELL := /bin/bash
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+# Two threads: the machines this lecture runs on have two cores.
+export OMP_NUM_THREADS ?= 2
+export MPLBACKEND ?= Agg
+
+.PHONY: setup slides test lint unit notebooks e2e pics train bench html format clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[lab,test]'
+	touch $(STAMP)
+
+setup: $(STAMP)
+
+slides: setup
+	$(BIN)/python scripts/serve_deck.py
+
+test: setup lint unit notebooks e2e
+
+lint: setup
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+unit: setup
+	$(BIN)/python -m pytest -q tests --ignore=tests/e2e
+
+notebooks: setup
+	ATTNLAB_SOLUTIONS=1 $(BIN)/python -m pytest -q --nbval notebooks
+
+e2e: setup
+	scripts/ensure_chromium.sh
+	$(BIN)/python -m pytest -q tests/e2e
+
+pics: setup
+	$(BIN)/python -m attnlab.figures --out pics
+
+train: setup
+	$(BIN)/python -m attnlab.train --all
+
+bench: setup
+	$(BIN)/python benchmarks/attention.py
+	$(BIN)/python benchmarks/training.py
+	$(BIN)/python benchmarks/widgets.py
+	$(BIN)/python benchmarks/deck.py
+
+html: setup
+	$(BIN)/python scripts/export_html.py
+
+format: setup
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
+
+clean:
+	rm -rf $(VENV) build dist artifacts html .pytest_cache .ruff_cache

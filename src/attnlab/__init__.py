@@ -1,0 +1,1 @@
+"""attnlab: a live lecture on attention."""
