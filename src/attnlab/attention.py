@@ -102,7 +102,8 @@ def scaled_dot_score(query: Tensor, keys: Tensor) -> Tensor:
     """
     _check_query_keys(query, keys)
     d_k = keys.shape[-1]
-    return (query @ keys.transpose(-2, -1)) / math.sqrt(d_k)  # QK^T / sqrt(d_k)
+    # QK^T / sqrt(d_k) = (Q / sqrt(d_k)) K^T: scaling Q costs m*d_k operations, not m*n.
+    return (query / math.sqrt(d_k)) @ keys.transpose(-2, -1)  # (..., m, n)
 
 
 class DotScore(nn.Module):
@@ -223,19 +224,17 @@ def masked_softmax(scores: Tensor, mask: Tensor | None = None) -> Tensor:
     if mask is None:
         return torch.softmax(scores, dim=-1)
     _check_mask(mask, scores.shape)
-    neg_inf = torch.tensor(float("-inf"), dtype=scores.dtype, device=scores.device)
-    masked = torch.where(mask, scores, neg_inf)  # forbidden positions -> -inf
-    row_max = masked.amax(dim=-1, keepdim=True)
-    row_max = torch.where(torch.isfinite(row_max), row_max, torch.zeros_like(row_max))
-    e = torch.exp(masked - row_max.detach())  # exp(-inf) = 0 exactly
-    total = e.sum(dim=-1, keepdim=True)
-    # An all-masked row has total 0 and e = 0: 0 / tiny = 0, not NaN.
-    return e / total.clamp_min(torch.finfo(scores.dtype).tiny)
+    # Forbidden scores -> the most negative float, so exp(score - row max) underflows to 0.
+    # (Not -inf: a row with nothing allowed would give exp(-inf - -inf) = NaN.)
+    lowest = torch.finfo(scores.dtype).min
+    alpha = torch.softmax(torch.where(mask, scores, lowest), dim=-1)  # stable: max subtracted
+    # Exactly 0 where forbidden; a row with nothing allowed (uniform above) becomes all 0.
+    return torch.where(mask, alpha, 0.0)
 
 
 def causal_mask(n: int, device: torch.device | str | None = None) -> Tensor:
     """(n, n) boolean mask, True on and below the diagonal: position t sees 1..t, never the future."""
-    if not isinstance(n, int) or n < 0:
+    if not isinstance(n, int) or isinstance(n, bool) or n < 0:
         raise ValueError(f"causal_mask needs a non-negative int n; got {n!r}")
     return torch.ones(n, n, dtype=torch.bool, device=device).tril()
 
@@ -246,9 +245,13 @@ def padding_mask(lengths: Tensor | list[int], n: int) -> Tensor:
     ``lengths`` holds B sequence lengths (each 0..n).  To mask keys for scores of shape
     (B, m, n) use ``padding_mask(lengths, n)[:, None, :]`` (shape (B, 1, n)).
     """
+    if not isinstance(n, int) or isinstance(n, bool) or n < 0:
+        raise ValueError(f"padding_mask needs a non-negative int n; got {n!r}")
     lengths = torch.as_tensor(lengths)
     if lengths.dim() != 1:
         raise ValueError(f"lengths must be 1-D (B,); got shape {_shape(lengths)}")
+    if lengths.numel() and (lengths.is_floating_point() or lengths.is_complex()):
+        raise ValueError(f"lengths must be integers; got {lengths.tolist()}")
     if lengths.numel() and (int(lengths.min()) < 0 or int(lengths.max()) > n):
         raise ValueError(f"lengths must lie in 0..{n}; got {lengths.tolist()}")
     positions = torch.arange(n, device=lengths.device)  # (n,)
@@ -277,6 +280,13 @@ def attention(
             f"values must be (..., n, d_v) with the same n as keys; "
             f"got keys {_shape(keys)} and values {_shape(values)}"
         )
+    try:
+        torch.broadcast_shapes(query.shape[:-2], keys.shape[:-2], values.shape[:-2])
+    except RuntimeError:
+        raise ValueError(
+            f"batch dimensions do not broadcast: query {_shape(query)}, keys {_shape(keys)}, "
+            f"values {_shape(values)}"
+        ) from None
     if isinstance(score, str):
         if score not in ("dot", "scaled_dot"):
             raise ValueError(
@@ -316,7 +326,8 @@ def scaled_dot_product_attention(
             f"batch dimensions do not broadcast: Q {_shape(Q)}, K {_shape(K)}, V {_shape(V)}"
         ) from None
     d_k = Q.shape[-1]
-    scores = Q @ K.transpose(-2, -1) / math.sqrt(d_k)  # QK^T / sqrt(d_k): (..., m, n)
+    # QK^T / sqrt(d_k) = (Q / sqrt(d_k)) K^T: scaling Q costs m*d_k operations, not m*n.
+    scores = (Q / math.sqrt(d_k)) @ K.transpose(-2, -1)  # (..., m, n)
     weights = masked_softmax(scores, mask)  # softmax over the keys
     return weights @ V, weights  # (..., m, d_v), (..., m, n)
 
@@ -329,7 +340,8 @@ class MultiHeadAttention(nn.Module):
     query (..., m, d_model), key and value (..., n, d_model); output (..., m, d_model) and
     the weights of every head (..., num_heads, m, n).  ``mask`` is boolean, True where
     allowed, broadcastable to (..., m, n) and shared by all heads: an (m, n) causal mask,
-    or a (B, 1, n) / (B, m, n) padding mask.
+    or a (B, 1, n) / (B, m, n) padding mask.  ``dropout`` (default 0) applies to the
+    attention weights in training mode, like torch's.
     """
 
     def __init__(self, d_model: int, num_heads: int, dropout: float = 0.0):
@@ -367,17 +379,27 @@ class MultiHeadAttention(nn.Module):
                 f"key and value must have the same length n; "
                 f"got key {_shape(key)} and value {_shape(value)}"
             )
+        try:
+            batch = torch.broadcast_shapes(query.shape[:-2], key.shape[:-2], value.shape[:-2])
+        except RuntimeError:
+            raise ValueError(
+                f"batch dimensions do not broadcast: query {_shape(query)}, key {_shape(key)}, "
+                f"value {_shape(value)}"
+            ) from None
         m, n = query.shape[-2], key.shape[-2]
         if mask is not None:
-            batch = torch.broadcast_shapes(query.shape[:-2], key.shape[:-2])
             _check_mask(mask, torch.Size((*batch, m, n)), what="(..., m, n)")
             if mask.dim() >= 3:
                 mask = mask.unsqueeze(-3)  # the same mask for every head: (..., 1, m, n)
         Q = self._split_heads(self.W_q(query))  # (..., h, m, d_k)
         K = self._split_heads(self.W_k(key))  # (..., h, n, d_k)
         V = self._split_heads(self.W_v(value))  # (..., h, n, d_k)
-        heads, weights = scaled_dot_product_attention(Q, K, V, mask)  # (..., h, m, d_k)
-        heads = self.dropout(heads)
+        # head_i = softmax(Q_i K_i^T / sqrt(d_k)) V_i, all heads at once.  Dropout (training
+        # only) drops attention weights, as torch.nn.MultiheadAttention does; the returned
+        # weights are the softmax itself.
+        scores = scaled_dot_score(Q, K)  # (..., h, m, n)
+        weights = masked_softmax(scores, mask)  # alpha of every head: (..., h, m, n)
+        heads = self.dropout(weights) @ V  # (..., h, m, d_k)
         concat = heads.transpose(-3, -2).flatten(-2)  # Concat(head_1..head_h): (..., m, d_model)
         return self.W_o(concat), weights  # (..., m, d_model), (..., h, m, n)
 
