@@ -16,6 +16,7 @@ Run:  .venv/bin/python benchmarks/attention.py   (or ``make bench``)
 
 from __future__ import annotations
 
+import os
 import statistics
 import time
 from collections.abc import Callable
@@ -30,20 +31,27 @@ BATCH, HEADS, D_K = 1, 4, 64
 TARGET_N, TARGET_RATIO = 512, 1.5
 
 
-def ms_per_call(fn: Callable[[], object], budget_s: float = 0.6) -> float:
-    """Median wall time of one call in ms: warm up, then time repeats for about budget_s."""
-    for _ in range(3):  # warm-up: first calls allocate and pick kernels
-        fn()
+def ms_per_call(fns: list[Callable[[], object]], budget_s: float = 1.0) -> list[float]:
+    """Median wall time of one call of each fn, in ms.
+
+    Warm up, then time the fns in turn, repeat after repeat, so that load from other
+    processes on a shared machine hits both alike and their ratio stays fair.
+    """
+    for fn in fns:
+        for _ in range(3):  # warm-up: first calls allocate and pick kernels
+            fn()
     t0 = time.perf_counter()
-    fn()
-    once = time.perf_counter() - t0
-    repeats = max(5, min(200, int(budget_s / max(once, 1e-6))))
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
+    for fn in fns:
         fn()
-        times.append(time.perf_counter() - t0)
-    return 1e3 * statistics.median(times)
+    once = time.perf_counter() - t0
+    repeats = max(7, min(200, int(budget_s / max(once, 1e-6))))
+    times: list[list[float]] = [[] for _ in fns]
+    for _ in range(repeats):
+        for fn, ts in zip(fns, times, strict=True):
+            t0 = time.perf_counter()
+            fn()
+            ts.append(time.perf_counter() - t0)
+    return [1e3 * statistics.median(ts) for ts in times]
 
 
 def row(n: int, causal: bool) -> tuple[float, float, float]:
@@ -58,7 +66,8 @@ def row(n: int, causal: bool) -> tuple[float, float, float]:
         return F.scaled_dot_product_attention(Q, K, V, attn_mask=mask)
 
     diff = (ours() - fused()).abs().max().item()
-    return ms_per_call(ours), ms_per_call(fused), diff
+    t_ours, t_torch = ms_per_call([ours, fused])
+    return t_ours, t_torch, diff
 
 
 def main() -> None:
@@ -68,6 +77,9 @@ def main() -> None:
         f"scaled_dot_product_attention, CPU fp32, batch {BATCH}, {HEADS} heads, d_k {D_K}, "
         f"{torch.get_num_threads()} threads, torch {torch.__version__}"
     )
+    load = os.getloadavg()[0]
+    print(f"load average {load:.1f} on {os.cpu_count()} cores", end="")
+    print(": other work competes, so the times are noisy" if load > 1.0 else "")
     header = f"{'n':>5} {'mask':>6} {'ours ms':>9} {'torch ms':>9} {'ratio':>6} {'max |diff|':>11}"
     print(header)
     print("-" * len(header))

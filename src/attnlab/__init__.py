@@ -1,1 +1,34 @@
-"""attnlab: a live lecture on attention."""
+"""attnlab: a live lecture on attention.
+
+``import attnlab`` stays light (no torch): ``attnlab.load`` and the submodules are imported
+on first use.
+
+    >>> import attnlab
+    >>> model = attnlab.load("rnnsearch-dates")
+    >>> model.translate("3 May 1979")
+    '1979-05-03'
+"""
+
+from __future__ import annotations
+
+import importlib
+
+__all__ = ["load"]
+
+
+def load(name: str, directory=None):
+    """A shipped model by name ("rnnenc-dates", "rnnsearch-dates", "transformer-dates",
+    "rnnenc-reverse", "rnnsearch-reverse"); see :func:`attnlab.checkpoints.load`."""
+    from attnlab.checkpoints import load as _load
+
+    return _load(name, directory)
+
+
+def __getattr__(name: str):
+    # `attnlab.data`, `attnlab.decode`, ... without importing each one by hand.
+    try:
+        return importlib.import_module(f"attnlab.{name}")
+    except ModuleNotFoundError as err:
+        if err.name != f"attnlab.{name}":
+            raise
+        raise AttributeError(f"module 'attnlab' has no attribute {name!r}") from None

@@ -376,8 +376,8 @@ class MultiHeadAttention(nn.Module):
                 )
         if key.shape[-2] != value.shape[-2]:
             raise ValueError(
-                f"key and value must have the same length n; "
-                f"got key {_shape(key)} and value {_shape(value)}"
+                f"key and value must have the same length n; got query {_shape(query)}, "
+                f"key {_shape(key)}, value {_shape(value)}"
             )
         try:
             batch = torch.broadcast_shapes(query.shape[:-2], key.shape[:-2], value.shape[:-2])

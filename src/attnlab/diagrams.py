@@ -257,10 +257,26 @@ def path_arrow(
         raise ValueError(f"path_arrow needs at least 2 points, got {len(points)}")
     xs, ys = zip(*points[:-1], strict=True)
     if len(points) > 2:
-        ax.plot(xs, ys, color=color, lw=lw, linestyle=linestyle, zorder=zorder,
-                solid_capstyle="projecting", solid_joinstyle="miter")
-    arrow(ax, points[-2], points[-1], color=color, lw=lw, head=head, linestyle=linestyle,
-          zorder=zorder)
+        ax.plot(
+            xs,
+            ys,
+            color=color,
+            lw=lw,
+            linestyle=linestyle,
+            zorder=zorder,
+            solid_capstyle="projecting",
+            solid_joinstyle="miter",
+        )
+    arrow(
+        ax,
+        points[-2],
+        points[-1],
+        color=color,
+        lw=lw,
+        head=head,
+        linestyle=linestyle,
+        zorder=zorder,
+    )
 
 
 def text(

@@ -1,0 +1,178 @@
+r"""Path lengths between input and output positions: RNN, CNN, dilated CNN, self-attention.
+
+Vaswani et al. (2017), Table 1, compares layer types by the *maximum path length*: how many
+steps a signal takes from one position to another.  Short paths make long-range dependencies
+easy to learn.  This module builds the dependency graph of each layer type explicitly and
+finds that length by breadth-first search (BFS), so the numbers in the lecture are counted,
+not asserted:
+
+==================  =========================================================  ===========
+kind                graph (inputs x_1..x_n are layer 0)                        path length
+==================  =========================================================  ===========
+``rnn``             h_i <- x_i and h_i <- h_{i-1} (one recurrent layer)        n: O(n)
+``cnn``             causal convolutions, kernel k: y_j <- x_{j-k+1..j}         O(n/k)
+``dilated_cnn``     causal convolutions, kernel k, dilation k^l in layer l     O(log_k n)
+``self_attention``  one layer, every output y_j <- every input x_i             1: O(1)
+==================  =========================================================  ===========
+
+The path length is the number of edges on the shortest path from input position 1 to output
+position n, in the smallest stack whose last output sees every input (for the convolutions:
+ceil((n-1)/(k-1)) contiguous layers, or ceil(log_k n) dilated layers, WaveNet-style).
+
+Nodes are ``(layer, position)`` pairs with positions 0..n-1 (position 1..n in the text).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from dataclasses import dataclass, field
+
+__all__ = [
+    "KINDS",
+    "MAX_N",
+    "MAX_K",
+    "Graph",
+    "dependency_graph",
+    "num_layers",
+    "shortest_path",
+    "longest_path",
+    "complexity",
+]
+
+#: The four layer types, in the order of Vaswani et al.'s Table 1 (plus the dilated CNN).
+KINDS = ("rnn", "cnn", "dilated_cnn", "self_attention")
+#: Largest sequence length accepted (self-attention has n^2 edges).
+MAX_N = 512
+#: Largest kernel size accepted.
+MAX_K = 64
+
+Node = tuple[int, int]  # (layer, position)
+
+
+@dataclass
+class Graph:
+    """A layered dependency graph: an edge (u, v) means v is computed from u.
+
+    ``layers`` counts the layers above the inputs; inputs are layer 0, the outputs are layer
+    ``layers``.  ``edges`` lists (u, v) pairs; ``source`` is input position 1, ``target``
+    output position n.
+    """
+
+    kind: str
+    n: int
+    k: int
+    layers: int
+    edges: list[tuple[Node, Node]] = field(default_factory=list)
+
+    @property
+    def source(self) -> Node:
+        return (0, 0)
+
+    @property
+    def target(self) -> Node:
+        return (self.layers, self.n - 1)
+
+    @property
+    def nodes(self) -> list[Node]:
+        return [(layer, i) for layer in range(self.layers + 1) for i in range(self.n)]
+
+    def successors(self) -> dict[Node, list[Node]]:
+        """Adjacency lists: node -> the nodes computed from it."""
+        out: dict[Node, list[Node]] = {v: [] for v in self.nodes}
+        for u, v in self.edges:
+            out[u].append(v)
+        return out
+
+
+def _check(kind: str, n: int, k: int) -> None:
+    if kind not in KINDS:
+        raise ValueError(f"kind must be one of {', '.join(KINDS)}; got {kind!r}")
+    for name, value, lo, hi in (("n", n, 2, MAX_N), ("k", k, 2, MAX_K)):
+        if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
+            raise ValueError(f"{name} must be an int from {lo} to {hi}; got {value!r}")
+
+
+def num_layers(kind: str, n: int, k: int) -> int:
+    """Layers in the smallest stack whose last output sees all n inputs."""
+    _check(kind, n, k)
+    if kind in ("rnn", "self_attention"):
+        return 1
+    if kind == "cnn":
+        # L layers of kernel k see L(k-1)+1 inputs: need L(k-1)+1 >= n.
+        return max(1, math.ceil((n - 1) / (k - 1)))
+    # dilated: L layers with dilations 1, k, k^2, ... see k^L inputs: need k^L >= n.
+    layers, seen = 0, 1
+    while seen < n:
+        layers, seen = layers + 1, seen * k
+    return max(1, layers)
+
+
+def dependency_graph(kind: str, n: int, k: int = 3) -> Graph:
+    """The explicit dependency graph of ``kind`` over n positions (kernel size k for CNNs)."""
+    layers = num_layers(kind, n, k)  # also validates kind, n, k
+    g = Graph(kind=kind, n=n, k=k, layers=layers)
+    if kind == "rnn":
+        for i in range(n):
+            g.edges.append(((0, i), (1, i)))  # h_i = f(x_i, h_{i-1})
+            if i > 0:
+                g.edges.append(((1, i - 1), (1, i)))  # the recurrent edge h_{i-1} -> h_i
+    elif kind == "self_attention":
+        for j in range(n):
+            for i in range(n):
+                g.edges.append(((0, i), (1, j)))  # y_j = sum_i alpha_{j,i} v_i
+    else:
+        for layer in range(1, layers + 1):
+            dilation = k ** (layer - 1) if kind == "dilated_cnn" else 1
+            for j in range(n):
+                for m in range(k):  # causal kernel taps j, j-d, ..., j-(k-1)d
+                    i = j - m * dilation
+                    if i >= 0:  # left of position 0 is zero padding: no edge
+                        g.edges.append(((layer - 1, i), (layer, j)))
+    return g
+
+
+def shortest_path(graph: Graph) -> list[Node]:
+    """The nodes on a shortest path from ``graph.source`` to ``graph.target`` (BFS).
+
+    Raises ValueError if the target cannot be reached (the stack is too shallow).
+    """
+    succ = graph.successors()
+    parent: dict[Node, Node | None] = {graph.source: None}
+    queue = deque([graph.source])
+    while queue:
+        u = queue.popleft()
+        if u == graph.target:
+            break
+        for v in succ[u]:
+            if v not in parent:
+                parent[v] = u
+                queue.append(v)
+    if graph.target not in parent:
+        raise ValueError(f"output {graph.n} does not see input 1 in this {graph.kind} graph")
+    path = [graph.target]
+    while parent[path[-1]] is not None:
+        path.append(parent[path[-1]])
+    return path[::-1]
+
+
+def longest_path(kind: str, n: int, k: int = 3) -> int:
+    """Edges on the shortest path from input 1 to output n: Vaswani et al.'s maximum path length.
+
+    ``kind`` is one of ``rnn``, ``cnn``, ``dilated_cnn``, ``self_attention``; n from 2 to
+    512 positions; k from 2 to 64 (the kernel size, ignored by ``rnn`` and
+    ``self_attention`` but still checked).  Bad values raise ValueError.
+    """
+    return len(shortest_path(dependency_graph(kind, n, k))) - 1
+
+
+def complexity(kind: str, n: int, k: int) -> tuple[str, float]:
+    """The Table 1 order of the path length and its value at (n, k): e.g. ("O(n/k)", 10.0)."""
+    _check(kind, n, k)
+    if kind == "rnn":
+        return "O(n)", float(n)
+    if kind == "cnn":
+        return "O(n/k)", n / k
+    if kind == "dilated_cnn":
+        return "O(log_k n)", math.log(n, k)
+    return "O(1)", 1.0

@@ -1,0 +1,156 @@
+r"""RNN sequence-to-sequence models: without attention (RNNEncDec) and with it (RNNSearch).
+
+* :class:`RNNEncDec` (Sutskever et al. 2014; Cho et al. 2014): a GRU reads the source
+  x_1..x_n; its final state c = h_n, one fixed-length vector, is all the decoder sees:
+  s_0 = tanh(W_s c) and s_t = GRU(s_{t-1}, [y_{t-1}; c]).
+* :class:`RNNSearch` (Bahdanau et al. 2014): a bidirectional GRU gives one annotation per
+  source position, h_i = [forward h_i; backward h_i]; at each output step the decoder
+  attends to all of them:
+
+      e_{t,i} = score(s_{t-1}, h_i)            (additive by default: v^T tanh(W s + U h_i))
+      alpha_{t,i} = softmax_i(e_{t,i})
+      c_t = sum_i alpha_{t,i} h_i
+      s_t = GRU(s_{t-1}, [y_{t-1}; c_t])
+      p(y_t | y_<t, x) = softmax(W_o [s_t; c_t; y_{t-1}])
+
+Both read the source with an <eos> appended and are trained with teacher forcing.
+Shapes: B batch, n source length, T target length, E embedding, H hidden.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor, nn
+from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+from attnlab.attention import AdditiveScore, make_score, masked_softmax, padding_mask
+from attnlab.data import Vocab
+from attnlab.decode import Seq2SeqModel, State, StepOutput
+
+__all__ = ["RNNConfig", "RNNEncDec", "RNNSearch"]
+
+
+@dataclass
+class RNNConfig:
+    """Sizes of an RNN seq2seq model (both kinds read the fields they need)."""
+
+    emb: int = 32  # E: size of a character embedding
+    enc_hidden: int = 64  # H_enc: GRU state per direction (RNNSearch: h_i has 2 H_enc)
+    dec_hidden: int = 64  # H_dec: decoder state s_t
+    score: str = "additive"  # RNNSearch: "dot", "scaled_dot", "general" or "additive"
+    attn_hidden: int = 64  # RNNSearch's additive score: width of v^T tanh(W s + U h)
+    max_src_len: int = 32  # characters read (before <eos>)
+    max_tgt_len: int = 12  # characters written (before <eos>)
+
+
+def _encode(gru: nn.GRU, x: Tensor, src_len: Tensor) -> tuple[Tensor, Tensor]:
+    """Run ``gru`` over padded x (B, n, E), ignoring padding: outputs (B, n, D*H), h_n."""
+    packed = pack_padded_sequence(x, src_len.cpu(), batch_first=True, enforce_sorted=False)
+    out, h_n = gru(packed)
+    out, _ = pad_packed_sequence(out, batch_first=True, total_length=x.shape[1])
+    return out, h_n  # (B, n, D*H), (D, B, H)
+
+
+class RNNEncDec(Seq2SeqModel):
+    """Encoder-decoder without attention: the decoder sees only the final encoder state."""
+
+    kind = "rnnencdec"
+
+    def __init__(self, src_vocab: Vocab, tgt_vocab: Vocab, config: RNNConfig | None = None):
+        config = config or RNNConfig(enc_hidden=128, dec_hidden=128)
+        super().__init__(src_vocab, tgt_vocab, config.max_src_len, config.max_tgt_len)
+        self.config = config
+        E, H, S = config.emb, config.enc_hidden, config.dec_hidden
+        self.src_emb = nn.Embedding(len(src_vocab), E, padding_idx=0)
+        self.tgt_emb = nn.Embedding(len(tgt_vocab), E, padding_idx=0)
+        self.encoder = nn.GRU(E, H, batch_first=True)
+        self.init_state = nn.Linear(H, S)  # s_0 = tanh(W_s c)
+        self.decoder = nn.GRUCell(E + H, S)  # s_t = GRU(s_{t-1}, [y_{t-1}; c])
+        self.out = nn.Linear(S + H + E, len(tgt_vocab))  # logits = W_o [s_t; c; y_{t-1}]
+
+    def start(self, src: Tensor, src_len: Tensor) -> State:
+        _, h_n = _encode(self.encoder, self.src_emb(src), src_len)  # h_n: (1, B, H)
+        c = h_n[0]  # the fixed-length vector: (B, H)
+        s = torch.tanh(self.init_state(c))  # s_0: (B, S)
+        return {"s": s, "c": c, "src_len": src_len}
+
+    def step(self, state: State, y_prev: Tensor) -> StepOutput:
+        c, src_len = state["c"], state["src_len"]
+        y = self.tgt_emb(y_prev)  # (B, E)
+        s = self.decoder(torch.cat([y, c], dim=-1), state["s"])  # s_t: (B, S)
+        logits = self.out(torch.cat([s, c, y], dim=-1))  # (B, V)
+        # All the decoder sees is the final state: a one-hot on the last source position.
+        n = int(src_len.max())
+        alpha = nn.functional.one_hot(src_len - 1, n).float()  # (B, n)
+        return StepOutput(logits, alpha, None, {"s": s, "c": c, "src_len": src_len})
+
+    def forward(self, src: Tensor, src_len: Tensor, tgt_in: Tensor) -> Tensor:
+        """Teacher forcing: src (B, n), tgt_in (B, T) = <sos> y_1..y_{T-1} -> logits (B, T, V)."""
+        state = self.start(src, src_len)
+        logits = []
+        for t in range(tgt_in.shape[1]):
+            so = self.step(state, tgt_in[:, t])
+            state = so.state
+            logits.append(so.logits)
+        return torch.stack(logits, dim=1)
+
+
+class RNNSearch(Seq2SeqModel):
+    """Bahdanau et al.'s RNNsearch: a bi-GRU encoder and a GRU decoder with attention."""
+
+    kind = "rnnsearch"
+
+    def __init__(self, src_vocab: Vocab, tgt_vocab: Vocab, config: RNNConfig | None = None):
+        config = config or RNNConfig()
+        super().__init__(src_vocab, tgt_vocab, config.max_src_len, config.max_tgt_len)
+        self.config = config
+        E, H, S = config.emb, config.enc_hidden, config.dec_hidden
+        self.src_emb = nn.Embedding(len(src_vocab), E, padding_idx=0)
+        self.tgt_emb = nn.Embedding(len(tgt_vocab), E, padding_idx=0)
+        self.encoder = nn.GRU(E, H, batch_first=True, bidirectional=True)
+        self.init_state = nn.Linear(H, S)  # s_0 = tanh(W_s backward h_1)
+        # e_{t,i} = score(s_{t-1}, h_i), with s in R^S and h_i in R^{2H}
+        self.score = make_score(config.score, d_q=S, d_k=2 * H, d_attn=config.attn_hidden)
+        self.decoder = nn.GRUCell(E + 2 * H, S)  # s_t = GRU(s_{t-1}, [y_{t-1}; c_t])
+        self.out = nn.Linear(S + 2 * H + E, len(tgt_vocab))  # W_o [s_t; c_t; y_{t-1}]
+
+    def start(self, src: Tensor, src_len: Tensor) -> State:
+        h, h_n = _encode(self.encoder, self.src_emb(src), src_len)  # h: (B, n, 2H)
+        s = torch.tanh(self.init_state(h_n[1]))  # s_0 from the backward state at x_1: (B, S)
+        mask = padding_mask(src_len, src.shape[1])  # (B, n): True at real tokens
+        state = {"s": s, "h": h, "mask": mask}
+        if isinstance(self.score, AdditiveScore):
+            state["Uh"] = self.score.U(h)  # U h_i does not depend on t: once per source
+        return state
+
+    def attend(self, s_prev: Tensor, state: State) -> tuple[Tensor, Tensor]:
+        """alpha_t (B, n) and c_t (B, 2H) for the previous decoder state s_{t-1} (B, S)."""
+        h, mask = state["h"], state["mask"]
+        if "Uh" in state:  # AdditiveScore.forward, with U h_i taken from the state
+            Ws = self.score.W(s_prev)[:, None, :]  # (B, 1, d_attn)
+            e = self.score.v(torch.tanh(Ws + state["Uh"])).squeeze(-1)  # v^T tanh(W s + U h_i)
+        else:
+            e = self.score(s_prev[:, None, :], h)[:, 0, :]  # e_{t,i} = score(s_{t-1}, h_i)
+        alpha = masked_softmax(e, mask)  # alpha_{t,i}: (B, n)
+        c = (alpha[:, :, None] * h).sum(dim=1)  # c_t = sum_i alpha_{t,i} h_i: (B, 2H)
+        return alpha, c
+
+    def step(self, state: State, y_prev: Tensor) -> StepOutput:
+        s_prev = state["s"]  # s_{t-1}: (B, S)
+        alpha, c = self.attend(s_prev, state)
+        y = self.tgt_emb(y_prev)  # y_{t-1}: (B, E)
+        s = self.decoder(torch.cat([y, c], dim=-1), s_prev)  # s_t = f(s_{t-1}, y_{t-1}, c_t)
+        logits = self.out(torch.cat([s, c, y], dim=-1))  # (B, V)
+        return StepOutput(logits, alpha, c, {**state, "s": s})
+
+    def forward(self, src: Tensor, src_len: Tensor, tgt_in: Tensor) -> Tensor:
+        """Teacher forcing: src (B, n), tgt_in (B, T) = <sos> y_1..y_{T-1} -> logits (B, T, V)."""
+        state = self.start(src, src_len)
+        logits = []
+        for t in range(tgt_in.shape[1]):
+            so = self.step(state, tgt_in[:, t])
+            state = so.state
+            logits.append(so.logits)
+        return torch.stack(logits, dim=1)

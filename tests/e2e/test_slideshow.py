@@ -1,0 +1,124 @@
+"""The deck as the lecturer presents it: RISE in JupyterLab, in a real browser.
+
+Open the RISE slideshow (``/rise/<path>``), restart the kernel and run every cell, then walk
+every slide and fragment with Space to the end, taking a screenshot of each step into
+artifacts/slides/<deck>/.  On the way assert: no error output; every formula typeset by
+MathJax; every widget rendered as a widget, never as its text form; moving the DecodeStepper's
+t slider and the ScaledDotExplorer's d_k slider changes the heatmap; speaker notes hidden.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+import slides
+
+RUN_ALL_TIMEOUT_S = 300  # the deck runs in about 30 s on 2 cores; generous for a busy machine
+
+
+def open_slideshow(page, lab, deck: slides.Deck) -> None:
+    page.goto(lab.page_url("rise", deck.path))
+    page.wait_for_selector(".reveal.ready", timeout=90_000)
+    # The notebook toolbar exists (hidden) in the slideshow.
+    page.wait_for_selector(
+        'jp-button[data-command="notebook:restart-run-all"]', state="attached", timeout=60_000
+    )
+    wait_for_idle_kernel(lab, deck.path)
+
+
+def wait_for_idle_kernel(lab, path: str, timeout_s: float = 90) -> None:
+    """Restarting a kernel that is still starting can lose the queued cells: wait for idle."""
+    deadline = time.monotonic() + timeout_s
+    states = []
+    while time.monotonic() < deadline:
+        states = [
+            s["kernel"]["execution_state"] for s in lab.api("GET", "sessions") if s["path"] == path
+        ]
+        if states == ["idle"]:
+            return
+        time.sleep(0.5)
+    raise AssertionError(f"the kernel of {path} is not idle after {timeout_s} s: {states}")
+
+
+def shut_down_kernel(lab, path: str) -> None:
+    """Free the CPU and memory of this deck's kernel before the next test."""
+    for session in lab.api("GET", "sessions"):
+        if session["path"] == path:
+            lab.api("DELETE", f"sessions/{session['id']}")
+
+
+def restart_and_run_all(page) -> None:
+    """The toolbar's "Restart the kernel and run all cells", then confirm the dialog."""
+    page.evaluate(
+        """() => document.querySelector('jp-button[data-command="notebook:restart-run-all"]')
+             .dispatchEvent(new MouseEvent('mousedown', {bubbles: true, button: 0}))"""
+    )
+    page.click(".jp-Dialog .jp-mod-accept", timeout=30_000)
+    page.wait_for_function(
+        """() => Array.from(document.querySelectorAll('.jp-CodeCell .jp-InputPrompt'))
+                 .some(p => p.textContent.includes('*'))""",
+        timeout=30_000,
+    )
+    page.wait_for_function(
+        """() => !Array.from(document.querySelectorAll('.jp-CodeCell .jp-InputPrompt'))
+                 .some(p => p.textContent.includes('*'))""",
+        timeout=RUN_ALL_TIMEOUT_S * 1000,
+        polling=500,
+    )
+
+
+def check_outputs(page, nb: dict) -> list[str]:
+    """Problems in the executed notebook: cells not run, errors, widgets shown as text.
+
+    RISE moves speaker notes into an <aside>, so DOM order is not notebook order: cells are
+    told apart by their source."""
+    problems = []
+    found = slides.cells(page)
+    if len(found) != len(nb["cells"]):
+        return [f"the slideshow shows {len(found)} cells, the notebook has {len(nb['cells'])}"]
+    for cell in found:
+        where = f"cell {cell['source'][:70]!r}" if cell["code"] else f"{cell['text'][:70]!r}"
+        if cell["code"] and not any(ch.isdigit() for ch in cell["prompt"]):
+            problems.append(f"{where} did not run (prompt {cell['prompt']!r})")
+        for text in cell["stderr"]:
+            if slides.PROBLEM_TEXT.search(text):
+                problems.append(f"{where} shows an error:\n{text[-1500:]}")
+        for text in cell["plain"]:
+            if slides.WIDGET_REPR.match(text) or slides.PROBLEM_TEXT.search(text):
+                problems.append(f"{where} shows text instead of a widget: {text[:200]}")
+        if cell["widgetOutputs"] and not cell["widgets"]:
+            problems.append(f"{where}: widget output area with no rendered widget")
+        if cell["code"] and slides.WIDGET_CALL.search(cell["source"]) and not cell["widgets"]:
+            problems.append(f"{where} builds an attnlab widget but shows none")
+    built = sum(bool(c["code"] and slides.WIDGET_CALL.search(c["source"])) for c in found)
+    if built != len(slides.widget_cells(nb)):
+        problems.append(
+            f"{built} widget cells on the slides, {len(slides.widget_cells(nb))} in the notebook"
+        )
+    notes, hidden = len(slides.notes_cells(nb)), sum(c["inNotes"] for c in found)
+    if hidden != notes:
+        problems.append(f"{notes} speaker-notes cells but {hidden} cells in the hidden notes")
+    return problems
+
+
+@pytest.mark.parametrize("deck", [slides.MINI, slides.LECTURE], ids=lambda d: d.name)
+def test_slideshow(lab, lab_page, deck):
+    page = lab_page
+    assert (slides.ROOT / deck.path).exists(), f"{deck.path} is missing"
+    nb = deck.notebook()
+    folder = slides.screenshot_dir(deck, "rise")
+
+    try:
+        open_slideshow(page, lab, deck)
+        restart_and_run_all(page)
+        problems = check_outputs(page, nb)
+        steps, walk_problems = slides.walk(page, folder, deck.live_sliders, len(nb["cells"]))
+        problems += walk_problems
+    finally:
+        shut_down_kernel(lab, deck.path)
+
+    problems += slides.check_complete_walk(steps, slides.expected_slides(nb))
+    assert page.evaluate(slides.MATH_COUNT_JS) > 0, "MathJax typeset nothing"
+    assert not page.page_errors, f"errors in the page: {page.page_errors[:5]}"
+    assert not problems, "\n".join(problems)

@@ -1,0 +1,458 @@
+"""Tests of attnlab.checks: each check accepts correct answers and names each mistake.
+
+For every exercise we feed the reference, a correct answer written the way a student would
+(without attnlab), and deliberately wrong answers, and assert the exact failure category and
+the words the student reads.  Then: solutions mode raises, student mode never does, and the
+exercises notebook is wired to the checks.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from attnlab import checks
+from attnlab.checks import CATEGORIES, ENV_VAR, EXERCISES, CheckResult
+
+NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "07_attention_exercises.ipynb"
+NEG_INF = float("-inf")
+
+
+@pytest.fixture(autouse=True)
+def student_mode(monkeypatch):
+    """Every test starts in the student's mode (no ATTNLAB_SOLUTIONS)."""
+    monkeypatch.delenv(ENV_VAR, raising=False)
+
+
+def run_check(name: str, fn) -> CheckResult:
+    return getattr(checks, f"check_{name}")(fn)
+
+
+# --------------------------------------------------------------------------- correct answers
+# Written as a student would, without attnlab, to show the checks accept any right answer.
+def dot_ok(s, h):
+    return torch.einsum("bmd,bnd->bmn", s, h)
+
+
+def general_ok(s, h, W_a):
+    return torch.einsum("bmd,de,bne->bmn", s, W_a, h)
+
+
+def additive_ok(s, h, W, U, v):
+    Ws = s @ W.T  # (B, m, d_a)
+    Uh = h @ U.T  # (B, n, d_a)
+    return torch.tanh(Ws[:, :, None, :] + Uh[:, None, :, :]) @ v
+
+
+def softmax_ok(scores, mask=None):
+    if mask is not None:
+        scores = scores.masked_fill(~mask, NEG_INF)
+    return torch.nan_to_num(torch.softmax(scores, dim=-1), nan=0.0)
+
+
+def decode_ok(s_prev, h, y_prev, score, cell):
+    alpha = torch.softmax(score(s_prev.unsqueeze(1), h), dim=-1).squeeze(1)  # (B, n)
+    c_t = (alpha.unsqueeze(-1) * h).sum(dim=1)  # (B, d_h)
+    s_t = cell(torch.cat([y_prev, c_t], dim=-1), s_prev)
+    return s_t, c_t, alpha
+
+
+def sdpa_ok(Q, K, V, mask=None):
+    weights = softmax_ok(Q @ K.transpose(-2, -1) / math.sqrt(K.shape[-1]), mask)
+    return weights @ V, weights
+
+
+CORRECT = {
+    "dot_score": dot_ok,
+    "general_score": general_ok,
+    "additive_score": additive_ok,
+    "masked_softmax": softmax_ok,
+    "decode_step": decode_ok,
+    "scaled_dot_product_attention": sdpa_ok,
+}
+
+
+@pytest.mark.parametrize("name", EXERCISES)
+def test_the_reference_passes(name):
+    result = run_check(name, checks.reference(name))
+    assert result.ok and result.category == "ok", result.message
+    assert result.message.startswith(f"✓ {name}: correct. ") and str(result) == result.message
+
+
+@pytest.mark.parametrize("name", EXERCISES)
+def test_a_students_correct_answer_passes(name):
+    result = run_check(name, CORRECT[name])
+    assert result.ok, result.message
+
+
+@pytest.mark.parametrize("name", EXERCISES)
+def test_correct_answer_that_scribbles_on_its_inputs_still_passes(name):
+    def scribbler(*args):
+        out = CORRECT[name](*args)
+        for a in args:
+            if isinstance(a, torch.Tensor) and a.dtype.is_floating_point:
+                a.fill_(123.0)  # the check must compare against untouched inputs
+        return out
+
+    assert run_check(name, scribbler).ok
+
+
+# --------------------------------------------------------------------------- wrong answers
+def raises_not_implemented(*args):
+    # YOUR CODE HERE
+    raise NotImplementedError
+
+
+def raises_value_error(*args):
+    raise ValueError("shapes (3, 4) and (5, 4) do not fit")
+
+
+def naive_exp_softmax(scores, mask=None):
+    e = torch.exp(scores)  # no max subtraction: exp(300) = inf
+    if mask is not None:
+        e = e * mask
+    return e / e.sum(dim=-1, keepdim=True).clamp_min(1e-30)
+
+
+def decode_unnormalised(s_prev, h, y_prev, score, cell):
+    alpha = torch.exp(score(s_prev.unsqueeze(1), h)).squeeze(1)  # forgot to divide by the sum
+    c_t = torch.einsum("bn,bnd->bd", alpha, h)
+    return cell(torch.cat([y_prev, c_t], -1), s_prev), c_t, alpha
+
+
+def decode_uniform(s_prev, h, y_prev, score, cell):
+    alpha = torch.full(h.shape[:2], 1.0 / h.shape[1])  # ignores the score
+    c_t = h.mean(dim=1)
+    return cell(torch.cat([y_prev, c_t], -1), s_prev), c_t, alpha
+
+
+def decode_swapped_concat(s_prev, h, y_prev, score, cell):
+    _, c_t, alpha = decode_ok(s_prev, h, y_prev, score, cell)
+    return cell(torch.cat([c_t, y_prev], dim=-1), s_prev), c_t, alpha
+
+
+def decode_no_hidden(s_prev, h, y_prev, score, cell):
+    _, c_t, alpha = decode_ok(s_prev, h, y_prev, score, cell)
+    return cell(torch.cat([y_prev, c_t], dim=-1)), c_t, alpha  # starts from zeros
+
+
+def decode_wrong_context(s_prev, h, y_prev, score, cell):
+    s_t, c_t, alpha = decode_ok(s_prev, h, y_prev, score, cell)
+    return s_t, h[:, -1], alpha  # c_t = the last encoder state
+
+
+def sdpa_unscaled(Q, K, V, mask=None):
+    weights = softmax_ok(Q @ K.transpose(-2, -1), mask)  # forgot / sqrt(d_k)
+    return weights @ V, weights
+
+
+def sdpa_over_d_k(Q, K, V, mask=None):
+    weights = softmax_ok(Q @ K.transpose(-2, -1) / K.shape[-1], mask)
+    return weights @ V, weights
+
+
+def sdpa_no_mask(Q, K, V, mask=None):
+    return sdpa_ok(Q, K, V, None)
+
+
+def sdpa_columns(Q, K, V, mask=None):
+    scores = Q @ K.transpose(-2, -1) / math.sqrt(K.shape[-1])
+    weights = torch.softmax(scores, dim=-2)  # over the queries
+    return weights @ V, weights
+
+
+def sdpa_wrong_output(Q, K, V, mask=None):
+    output, weights = sdpa_ok(Q, K, V, mask)
+    return output + 0.05, weights
+
+
+# (exercise, wrong answer, category, words the message must contain)
+WRONG = [
+    ("dot_score", raises_not_implemented, "not_implemented", "raise NotImplementedError"),
+    ("dot_score", raises_value_error, "exception", "ValueError: shapes (3, 4) and (5, 4)"),
+    (
+        "dot_score",
+        lambda s, h: h @ s.transpose(-2, -1),
+        "wrong_shape",
+        "expected (2, 3, 5), got (2, 5, 3)",
+    ),
+    ("dot_score", lambda s, h: dot_ok(s, h) * float("nan"), "nan", "NaN"),
+    ("dot_score", lambda s, h: dot_ok(s, h).numpy(), "wrong_type", "ndarray"),
+    ("dot_score", lambda s, h: dot_ok(s, h) / math.sqrt(s.shape[-1]), "mismatch", "sqrt(d)"),
+    ("dot_score", lambda s, h: dot_ok(s, h) + 0.01, "mismatch", "= 0.01 "),
+    ("general_score", raises_not_implemented, "not_implemented", "# YOUR CODE HERE"),
+    ("general_score", lambda s, h, W: s @ W.T @ h.transpose(-2, -1), "exception", "RuntimeError"),
+    ("general_score", lambda s, h, W: 2 * general_ok(s, h, W), "mismatch", "max abs difference"),
+    ("general_score", lambda s, h, W: general_ok(s, h, W)[0], "wrong_shape", "(2, 3, 5)"),
+    ("additive_score", raises_not_implemented, "not_implemented", "NotImplementedError"),
+    (
+        "additive_score",
+        lambda s, h, W, U, v: (s @ W.T)[:, :, None] + (h @ U.T)[:, None] @ v,
+        "exception",
+        "RuntimeError",
+    ),
+    (
+        "additive_score",
+        lambda s, h, W, U, v: ((s @ W.T)[:, :, None] + (h @ U.T)[:, None]) @ v,
+        "mismatch",
+        "tanh",
+    ),
+    (
+        "additive_score",
+        lambda s, h, W, U, v: additive_ok(s, h, W, U, v).unsqueeze(-1),
+        "wrong_shape",
+        "got (2, 3, 5, 1)",
+    ),
+    ("masked_softmax", raises_not_implemented, "not_implemented", "NotImplementedError"),
+    ("masked_softmax", lambda x, m=None: torch.softmax(x, -1), "mask", "not exactly 0"),
+    ("masked_softmax", lambda x, m=None: softmax_ok(x, None if m is None else ~m), "mask", "-inf"),
+    (
+        "masked_softmax",
+        lambda x, m=None: torch.softmax(x if m is None else x.masked_fill(~m, NEG_INF), -1),
+        "nan",
+        "all masked",
+    ),
+    (
+        "masked_softmax",
+        lambda x, m=None: softmax_ok(x, m).transpose(-2, -1),
+        "wrong_shape",
+        "got (2, 5, 3)",
+    ),
+    ("masked_softmax", lambda x, m=None: torch.softmax(x, -2), "not_normalised", "dim=-1"),
+    ("masked_softmax", lambda x, m=None: torch.exp(x), "not_normalised", "sum to 1"),
+    (
+        "masked_softmax",
+        lambda x, m=None: torch.softmax(x, -1) * (1 if m is None else m),
+        "not_normalised",
+        "before the softmax",
+    ),
+    ("masked_softmax", naive_exp_softmax, "nan", "row maximum"),
+    ("masked_softmax", lambda x, m=None: softmax_ok(x, m) + 1e-3, "not_normalised", "1.005"),
+    ("masked_softmax", lambda x, m=None: softmax_ok(x, m)[0], "wrong_shape", "got (3, 5)"),
+    ("masked_softmax", lambda x, m=None: softmax_ok(x.tanh(), m), "mismatch", "max abs difference"),
+    ("decode_step", raises_not_implemented, "not_implemented", "NotImplementedError"),
+    ("decode_step", lambda *a: decode_ok(*a)[:2], "wrong_type", "(s_t, c_t, alpha)"),
+    ("decode_step", lambda *a: decode_ok(*a)[::-1], "wrong_shape", "alpha has the wrong shape"),
+    (
+        "decode_step",
+        lambda *a: (*decode_ok(*a)[:2], decode_ok(*a)[2].unsqueeze(1)),
+        "wrong_shape",
+        "squeeze",
+    ),
+    ("decode_step", decode_unnormalised, "not_normalised", "sum to 1"),
+    ("decode_step", decode_uniform, "mismatch", "alpha differ"),
+    ("decode_step", decode_wrong_context, "mismatch", "c_t differ"),
+    ("decode_step", decode_swapped_concat, "mismatch", "[y_{t-1}; c_t] in that order"),
+    ("decode_step", decode_no_hidden, "mismatch", "hidden state"),
+    (
+        "decode_step",
+        lambda *a: (decode_ok(*a)[0] * float("nan"), *decode_ok(*a)[1:]),
+        "nan",
+        "s_t holds",
+    ),
+    ("scaled_dot_product_attention", raises_not_implemented, "not_implemented", "YOUR CODE"),
+    ("scaled_dot_product_attention", raises_value_error, "exception", "ValueError"),
+    ("scaled_dot_product_attention", sdpa_unscaled, "mismatch", "forgot to divide"),
+    ("scaled_dot_product_attention", sdpa_over_d_k, "mismatch", "divided by d_k"),
+    ("scaled_dot_product_attention", sdpa_no_mask, "mask", "not exactly 0"),
+    ("scaled_dot_product_attention", sdpa_columns, "not_normalised", "dim=-1"),
+    ("scaled_dot_product_attention", sdpa_wrong_output, "mismatch", "output differ"),
+    ("scaled_dot_product_attention", lambda *a: sdpa_ok(*a)[0], "wrong_type", "(output, weights)"),
+    ("scaled_dot_product_attention", lambda *a: sdpa_ok(*a)[::-1], "wrong_shape", "in that order"),
+    (
+        "scaled_dot_product_attention",
+        lambda *a: (sdpa_ok(*a)[0], sdpa_ok(*a)[1].transpose(-2, -1)),
+        "wrong_shape",
+        "weights has the wrong shape: expected (2, 3, 5), got (2, 5, 3)",
+    ),
+    (
+        "scaled_dot_product_attention",
+        lambda *a: (sdpa_ok(*a)[0] / 0.0 * 0.0, sdpa_ok(*a)[1]),
+        "nan",
+        "output holds",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    "name, fn, category, words", WRONG, ids=[f"{w[0]}-{w[2]}-{i}" for i, w in enumerate(WRONG)]
+)
+def test_each_mistake_gets_its_category_and_words(name, fn, category, words):
+    result = run_check(name, fn)
+    assert not result.ok
+    assert result.category == category, result.message
+    assert words in result.message
+    assert result.message.startswith(f"✗ {name}: {CATEGORIES[category]}. ")
+    assert words in result.details and result.details in result.message
+
+
+def test_an_exception_shows_type_message_and_line_but_no_traceback():
+    def dot_score(s, h):
+        return s @ h  # (B, m, d) @ (B, n, d): wrong inner sizes
+
+    result = checks.check_dot_score(dot_score)
+    assert result.category == "exception"
+    assert "RuntimeError" in result.message
+    assert "return s @ h" in result.message  # the line of the student's code
+    assert "Traceback" not in result.message and "File " not in result.message
+
+
+def test_a_mismatch_reports_the_max_abs_difference_and_the_hidden_example():
+    result = checks.check_general_score(lambda s, h, W: general_ok(s, h, W) + 0.25)
+    assert result.category == "mismatch"
+    assert "max abs difference |yours - reference| = 0.25 " in result.message
+    assert "hidden example 1 of 2" in result.message
+
+
+def test_the_fully_masked_row_must_be_zeros():
+    def uniform_when_empty(scores, mask=None):
+        alpha = softmax_ok(scores, mask)
+        if mask is not None:
+            empty = ~mask.expand_as(scores).any(dim=-1, keepdim=True)
+            alpha = torch.where(empty, 1.0 / scores.shape[-1], alpha)
+        return alpha
+
+    result = checks.check_masked_softmax(uniform_when_empty)
+    assert result.category == "mask" and "one row fully masked" in result.message
+
+
+# --------------------------------------------------------------------------- modes
+def all_wrong_answers():
+    odd = [
+        None,
+        42,
+        lambda *a: None,
+        lambda *a: "scores",
+        lambda *a: (1, 2, 3),
+        lambda *a: np.zeros((2, 3, 5)),
+        lambda *a: torch.zeros(2, 3, 5, dtype=torch.int64),
+        lambda *a: torch.zeros(0),
+        lambda *a: 1 / 0,
+        lambda *a: {}["key"],
+        lambda: 0,  # takes no arguments
+    ]
+    return [(name, fn) for name, fn, *_ in WRONG] + [(name, fn) for name in EXERCISES for fn in odd]
+
+
+def test_student_mode_never_raises():
+    for name, fn in all_wrong_answers():
+        result = run_check(name, fn)
+        assert isinstance(result, CheckResult) and not result.ok, (name, result)
+        assert result.category in CATEGORIES
+
+
+def test_solutions_mode_raises_on_a_wrong_function(monkeypatch):
+    monkeypatch.setenv(ENV_VAR, "1")
+    for name, fn, category, _ in WRONG:
+        with pytest.raises(AssertionError, match=CATEGORIES[category]):
+            run_check(name, fn)
+
+
+@pytest.mark.parametrize("name", EXERCISES)
+def test_solutions_mode_passes_and_returns_the_result(monkeypatch, name):
+    monkeypatch.setenv(ENV_VAR, "1")
+    assert run_check(name, CORRECT[name]).ok
+
+
+@pytest.mark.parametrize("value, on", [("1", True), ("true", True), ("0", False), ("", False)])
+def test_solutions_mode_reads_the_environment(monkeypatch, value, on):
+    monkeypatch.setenv(ENV_VAR, value)
+    assert checks.solutions_mode() is on
+
+
+@pytest.mark.parametrize("name", EXERCISES)
+def test_exercise_decorator_swaps_in_the_reference_only_in_solutions_mode(monkeypatch, name):
+    def mine(*args):
+        raise NotImplementedError
+
+    assert checks.exercise(name)(mine) is mine
+    monkeypatch.setenv(ENV_VAR, "1")
+    assert checks.exercise(name)(mine) is checks.reference(name)
+
+
+def test_unknown_exercise_names_the_exercises():
+    with pytest.raises(ValueError, match="dot_score"):
+        checks.exercise("dot_scor")
+
+
+def test_checks_leave_the_global_random_state_alone():
+    torch.manual_seed(5)
+    before = torch.get_rng_state()
+    for name in EXERCISES:
+        run_check(name, lambda *a: torch.randn(3))  # even a function that draws numbers
+        run_check(name, checks.reference(name))
+    assert torch.equal(before, torch.get_rng_state())
+
+
+# --------------------------------------------------------------------------- display
+def test_html_shows_a_tick_or_a_cross_and_escapes_the_message():
+    ok = checks.check_dot_score(dot_ok)._repr_html_()
+    assert "✓ dot_score: correct" in ok
+
+    def evil(s, h):
+        raise ValueError("<script>alert(1)</script>")
+
+    bad = checks.check_dot_score(evil)._repr_html_()
+    assert "✗ dot_score: raised an exception" in bad
+    assert "<script>" not in bad and "&lt;script&gt;" in bad
+
+
+def test_summary_lists_the_latest_result_of_every_exercise():
+    for name in EXERCISES:
+        run_check(name, raises_not_implemented)
+    checks.check_dot_score(dot_ok)
+    summary = checks.summary()
+    assert summary.done == 1
+    text = str(summary)
+    assert text.startswith(f"1 of {len(EXERCISES)} exercises correct")
+    assert "✓ dot_score: correct" in text and "✗ decode_step: not implemented yet" in text
+    assert "✓ dot_score: correct" in summary._repr_html_()
+
+
+# --------------------------------------------------------------------------- the notebook
+def notebook_cells():
+    import nbformat
+
+    return nbformat.read(NOTEBOOK, as_version=4).cells
+
+
+def test_notebook_has_a_blank_exercise_and_a_check_for_every_exercise():
+    cells = notebook_cells()
+    code = [c.source for c in cells if c.cell_type == "code"]
+    for name in EXERCISES:
+        (body,) = [src for src in code if f'@exercise("{name}")' in src]
+        assert "# YOUR CODE HERE" in body and "raise NotImplementedError" in body
+        assert f"def {name}(" in body
+        assert any(f"checks.check_{name}({name})" in src for src in code)
+    assert cells[0].cell_type == "markdown" and cells[0].source.startswith("# ")
+    assert all("slide_type" in c.metadata.get("slideshow", {}) for c in cells)
+
+
+def test_notebook_is_committed_with_student_mode_outputs():
+    cells = notebook_cells()
+    outputs = [o for c in cells if c.cell_type == "code" for o in c.outputs]
+    assert not [o for o in outputs if o.output_type == "error"]
+    checks_shown = [
+        o.data["text/html"] for o in outputs if "text/html" in o.get("data", {}) and "✗" in str(o)
+    ]
+    assert sum("not implemented yet" in html for html in checks_shown) >= len(EXERCISES)
+
+
+@pytest.mark.parametrize("solutions", [False, True])
+def test_notebook_cells_run_in_both_modes(monkeypatch, solutions):
+    if solutions:
+        monkeypatch.setenv(ENV_VAR, "1")
+    namespace: dict = {"__name__": "__notebook__"}
+    for cell in notebook_cells():
+        if cell.cell_type == "code":
+            exec(compile(cell.source, "<cell>", "exec"), namespace)  # raises if a cell fails
+    summary = checks.summary()
+    if solutions:
+        assert summary.done == len(EXERCISES)
+    else:
+        assert summary.done == 0
+        assert all(r.category == "not_implemented" for _, r in summary.results)

@@ -1,0 +1,255 @@
+"""The picture generator: every picture the notebooks show is drawn by `attnlab.figures`.
+
+One module-scoped run of the generator into a temporary folder feeds most tests (drawing
+everything takes a few seconds); the rest check the pieces: the CLI, determinism, the
+receptive fields of the WaveNet picture, the diagram primitives and Table 2's numbers.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import struct
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from PIL import Image
+
+from attnlab import diagrams, figures
+
+ROOT = Path(__file__).resolve().parents[1]
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+PICTURE = re.compile(r"pics/([A-Za-z0-9_\-]+\.png)")
+# The pictures issue 5 asks for (the deck shows exactly these).
+DECK_PICTURES = {
+    "seq2seq_lite.png",
+    "seq2seq_attention.png",
+    "seq2seq_attention_length.png",
+    "wavenet.png",
+    "transformer_overview.png",
+    "transformer_attention.png",
+    "transformer_results.png",
+}
+
+
+def referenced_pictures() -> set[str]:
+    """Every ``pics/<name>.png`` named in a markdown or code cell of notebooks/*.ipynb."""
+    names: set[str] = set()
+    for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]:
+            source = cell["source"]
+            names.update(PICTURE.findall("".join(source) if isinstance(source, list) else source))
+    return names
+
+
+def png_chunks(data: bytes) -> list[tuple[bytes, bytes]]:
+    """The (type, payload) chunks of a PNG file."""
+    assert data[:8] == PNG_SIGNATURE
+    chunks, pos = [], 8
+    while pos < len(data):
+        (length,) = struct.unpack(">I", data[pos : pos + 4])
+        kind = data[pos + 4 : pos + 8]
+        chunks.append((kind, data[pos + 8 : pos + 8 + length]))
+        pos += 12 + length
+    return chunks
+
+
+@pytest.fixture(scope="module")
+def generated(tmp_path_factory):
+    """Run the generator once: (folder, written paths, skipped, start time)."""
+    out = tmp_path_factory.mktemp("pics")
+    start = time.time()
+    written, skipped = figures.write_all(out)
+    return out, written, skipped, start
+
+
+# ------------------------------------------------------------------------ the whole run
+def test_the_generator_knows_the_pictures_of_the_issue():
+    assert {f"{name}.png" for name in figures.FIGURES} == DECK_PICTURES
+
+
+def test_nothing_is_skipped(generated):
+    _, written, skipped, _ = generated
+    assert skipped == {}, f"pictures not drawn: {skipped}"
+    assert len(written) == len(figures.FIGURES)
+
+
+@pytest.mark.parametrize("name", sorted(referenced_pictures() | DECK_PICTURES))
+def test_every_referenced_picture_is_drawn_by_this_run(generated, name):
+    out, written, skipped, start = generated
+    path = out / name
+    assert name.removesuffix(".png") not in skipped, skipped.get(name.removesuffix(".png"))
+    assert path in written, f"{name} is referenced by a notebook but not drawn by the generator"
+    assert path.stat().st_mtime >= start - 1.0  # written now, not left over
+    data = path.read_bytes()
+    assert data[:8] == PNG_SIGNATURE
+    with Image.open(path) as image:
+        image.verify()
+    with Image.open(path) as image:
+        width, height = image.size
+        pixels = np.asarray(image.convert("RGB"))
+    assert width >= 1000 and height >= 500, f"{name} is only {width}x{height}"
+    assert width > height, f"{name} should be wide for a 16:9 slide, is {width}x{height}"
+    # non-trivial: a real drawing has ink and colour, not a blank or one-tone canvas
+    ink = (pixels.min(axis=2) < 200).mean()
+    assert 0.02 < ink < 0.6, f"{name}: {ink:.1%} of pixels are ink"
+    packed = pixels.astype(np.uint32) @ np.array([1 << 16, 1 << 8, 1], dtype=np.uint32)
+    assert len(np.unique(packed)) > 50  # antialiased shapes in several colours
+
+
+def test_pngs_carry_no_timestamp_or_version(generated):
+    _, written, _, _ = generated
+    for path in written:
+        for kind, payload in png_chunks(path.read_bytes()):
+            assert kind != b"tIME", path.name
+            if kind in (b"tEXt", b"iTXt", b"zTXt"):
+                assert not payload.startswith(b"Software"), path.name
+                assert not payload.startswith(b"Creation Time"), path.name
+
+
+def test_pictures_are_deterministic(tmp_path):
+    names = ["transformer_results", "wavenet"]
+    first, _ = figures.write_all(tmp_path / "a", names)
+    second, _ = figures.write_all(tmp_path / "b", names)
+    for a, b in zip(first, second, strict=True):
+        assert a.read_bytes() == b.read_bytes(), a.name
+
+
+# --------------------------------------------------------------------------------- CLI
+def test_cli_only_draws_the_named_pictures(tmp_path, capsys):
+    assert figures.main(["--out", str(tmp_path), "--only", "wavenet", "seq2seq_lite"]) == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["seq2seq_lite.png", "wavenet.png"]
+    assert "wavenet.png" in capsys.readouterr().out
+
+
+def test_cli_rejects_an_unknown_picture_without_traceback(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        figures.main(["--out", str(tmp_path), "--only", "no_such_picture"])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert "invalid choice" in err and "transformer_results" in err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_write_all_rejects_unknown_names(tmp_path):
+    with pytest.raises(ValueError, match="no_such_picture"):
+        figures.write_all(tmp_path, ["wavenet", "no_such_picture"])
+
+
+def test_cli_reports_an_unwritable_folder(tmp_path, capsys):
+    blocker = tmp_path / "a_file"
+    blocker.write_text("not a folder")
+    assert figures.main(["--out", str(blocker / "pics"), "--only", "wavenet"]) == 1
+    assert "cannot write" in capsys.readouterr().err
+
+
+def test_figures_leave_no_pyplot_figures_open():
+    import matplotlib.pyplot as plt
+
+    before = plt.get_fignums()
+    fig = figures.transformer_attention()
+    assert plt.get_fignums() == before
+    assert fig.get_size_inches()[0] > fig.get_size_inches()[1]
+
+
+# ------------------------------------------------------------------- length experiment
+def test_length_figure_draws_the_given_results():
+    results = {
+        "bins": [[5, 10], [11, 20], [21, 30]],
+        "models": {
+            "RNNEncDec": {"exact_match": [0.7, 0.1, 0.0], "token_accuracy": [0.9, 0.5, 0.3]},
+            "RNNSearch": {"exact_match": [1.0, 0.98, 0.9], "token_accuracy": [1.0, 1.0, 0.97]},
+        },
+        "config": {},
+    }
+    fig = figures.seq2seq_attention_length(results)
+    ax = fig.axes[0]
+    lines = {line.get_label(): line.get_ydata() for line in ax.get_lines()}
+    np.testing.assert_allclose(lines["RNNEncDec"], [0.7, 0.1, 0.0])
+    np.testing.assert_allclose(lines["RNNSearch"], [1.0, 0.98, 0.9])
+
+
+# ---------------------------------------------------------------------- WaveNet paths
+def test_wavenet_receptive_fields():
+    reach = figures.causal_conv_reach((1, 2, 4, 8), 16)
+    assert {t for layer, t in reach if layer == 0} == set(range(16))  # all 16 inputs
+    assert (4, 15) in reach and (4, 14) not in reach  # only the last output
+    plain = figures.causal_conv_reach((1, 1, 1, 1), 16)
+    assert {t for layer, t in plain if layer == 0} == {11, 12, 13, 14, 15}
+
+
+@given(
+    dilations=st.lists(st.integers(1, 8), min_size=1, max_size=5),
+    n=st.integers(1, 40),
+)
+def test_receptive_field_matches_the_sums_of_dilations(dilations, n):
+    # kernel 2: the last output reads input n - 1 - s for every sum s of a subset of the
+    # dilations (each layer either stays or steps back d_l), if that input exists
+    sums = {0}
+    for d in dilations:
+        sums |= {s + d for s in sums}
+    reach = figures.causal_conv_reach(dilations, n)
+    assert {t for layer, t in reach if layer == 0} == {n - 1 - s for s in sums if s <= n - 1}
+
+
+@given(layers=st.integers(1, 6), n=st.integers(1, 80))
+def test_doubling_dilations_see_a_contiguous_field_of_2_to_the_layers(layers, n):
+    reach = figures.causal_conv_reach([2**k for k in range(layers)], n)
+    size = min(n, 2**layers)  # WaveNet: receptive field doubles with every layer
+    assert sorted(t for layer, t in reach if layer == 0) == list(range(n - size, n))
+
+
+def test_receptive_field_rejects_bad_arguments():
+    with pytest.raises(ValueError, match="dilations"):
+        figures.causal_conv_reach((1, 0), 8)
+    with pytest.raises(ValueError, match="n=0"):
+        figures.causal_conv_reach((1,), 0)
+
+
+# ---------------------------------------------------------------------------- Table 2
+def test_table2_has_the_papers_transformer_numbers():
+    rows = {row[0]: row[1:] for row in figures.TABLE2}
+    assert rows["Transformer (base model)"] == ("27.3", "38.1", 3.3e18, None)
+    assert rows["Transformer (big)"] == ("28.4", "41.8", 2.3e19, None)
+    assert rows["GNMT + RL Ensemble"] == ("26.30", "41.16", 1.8e20, 1.1e21)
+    assert len(rows) == 10
+
+
+def test_flops_are_written_as_powers_of_ten():
+    assert figures._flops(2.3e19) == r"$2.3\cdot10^{19}$"
+    assert figures._flops(9.6e18) == r"$9.6\cdot10^{18}$"
+    assert figures._flops(None) == ""
+
+
+# ------------------------------------------------------------------- drawing primitives
+def test_box_anchors_lie_on_its_sides():
+    b = diagrams.Box(2.0, 1.0, 4.0, 2.0)
+    assert (b.left, b.right, b.top, b.bottom) == ((0.0, 1.0), (4.0, 1.0), (2.0, 2.0), (2.0, 0.0))
+    assert b.side("top", 0.0) == (0.0, 2.0) and b.side("right", 1.0) == (4.0, 2.0)
+    with pytest.raises(ValueError, match="side"):
+        b.side("middle")
+    with pytest.raises(ValueError, match="frac"):
+        b.side("top", 1.5)
+
+
+def test_canvas_keeps_units_square():
+    fig, ax = diagrams.canvas((0, 10), (0, 4), inches_per_unit=0.5)
+    np.testing.assert_allclose(fig.get_size_inches(), [5.0, 2.0])
+    assert ax.get_xlim() == (0, 10) and ax.get_ylim() == (0, 4)
+    with pytest.raises(ValueError, match="empty limits"):
+        diagrams.canvas((1, 1), (0, 4))
+
+
+def test_arrow_tip_touches_its_end_point():
+    fig, ax = diagrams.canvas((0, 10), (0, 4))
+    target = diagrams.box(ax, (7.0, 2.0), 2.0, 1.0, "x")
+    patch = diagrams.arrow(ax, (1.0, 2.0), target.left)
+    fig.canvas.draw()
+    # the drawn path, back in data units, ends on the box's left side
+    path = patch.get_path().transformed(patch.get_transform())
+    x_max = ax.transData.inverted().transform(path.vertices)[:, 0].max()
+    assert x_max == pytest.approx(target.left[0], abs=0.05)

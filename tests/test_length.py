@@ -1,0 +1,80 @@
+"""The length experiment: shipped results have the promised shape and come from the models."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+import attnlab
+from attnlab.experiments import length
+from attnlab.experiments.length import BINS, load_results, measure
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_thread():
+    """Tiny models: one torch thread is as fast, and far faster when the cores are shared."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.fixture(scope="module")
+def results():
+    return load_results()
+
+
+def test_results_have_bins_models_and_config(results):
+    assert set(results) >= {"bins", "models", "config"}
+    bins = results["bins"]
+    assert bins[0][0] == 5 and bins[-1][1] == 60
+    for (lo, hi), (lo2, _) in zip(bins, bins[1:], strict=False):
+        assert lo <= hi and lo2 == hi + 1  # contiguous, no gaps
+    assert {"rnnenc-reverse", "rnnsearch-reverse"} <= set(results["models"])
+    for curves in results["models"].values():
+        for metric in ("exact_match", "token_accuracy"):
+            assert len(curves[metric]) == len(bins)
+            assert all(0.0 <= v <= 1.0 for v in curves[metric])
+        # a whole string right means every token right
+        assert all(
+            e <= t + 1e-9
+            for e, t in zip(curves["exact_match"], curves["token_accuracy"], strict=False)
+        )
+
+
+def test_both_models_had_the_same_budget(results):
+    runs = results["config"]["models"]
+    assert runs["rnnenc-reverse"]["steps"] == runs["rnnsearch-reverse"]["steps"]
+    assert runs["rnnenc-reverse"]["train_lengths"] == runs["rnnsearch-reverse"]["train_lengths"]
+
+
+def test_attention_holds_up_on_long_inputs(results):
+    """The paper's finding: without attention, accuracy falls with length; with it, less so."""
+    enc = results["models"]["rnnenc-reverse"]["exact_match"]
+    search = results["models"]["rnnsearch-reverse"]["exact_match"]
+    assert enc[-1] < enc[0]
+    assert search[-1] > enc[-1] and search[len(BINS) // 2] > enc[len(BINS) // 2]
+
+
+def test_results_are_what_the_shipped_models_score(results):
+    """Re-measuring the shipped rnnsearch-reverse on the shortest bin gives the shipped number."""
+    model = attnlab.load("rnnsearch-reverse")
+    got = measure(model, bins=BINS[:1])
+    assert got["exact_match"][0] == results["models"]["rnnsearch-reverse"]["exact_match"][0]
+    assert got["token_accuracy"][0] == results["models"]["rnnsearch-reverse"]["token_accuracy"][0]
+
+
+def test_missing_or_damaged_results_name_the_file(tmp_path):
+    with pytest.raises(FileNotFoundError, match="nothing.json"):
+        load_results(tmp_path / "nothing.json")
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"bins": []}))
+    with pytest.raises(ValueError, match="bad.json"):
+        load_results(bad)
+
+
+def test_the_results_file_ships_inside_the_package():
+    assert length.RESULTS_FILE.parent.name == "results"
+    assert length.RESULTS_FILE.parent.parent.name == "attnlab"

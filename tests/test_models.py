@@ -1,0 +1,184 @@
+"""Shapes through every model, padding, the Transformer's weights, and refusing bad text."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from attnlab.attention import SCORES
+from attnlab.data import TASKS, InvalidInput
+from attnlab.seq2seq import RNNConfig, RNNSearch
+from attnlab.train import build_model, encode_pairs
+from attnlab.transformer import Transformer, TransformerConfig
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_thread():
+    """Tiny models: one torch thread is as fast, and far faster when the cores are shared."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+KINDS = ["rnnencdec", "rnnsearch", "transformer"]
+TASK = TASKS["dates"]
+BAD = ["", "   ", "3 may 1979 ?", "x" * 10_000, "😀", "3 May 1979" * 4, "\x00"]
+
+
+@pytest.fixture(scope="module")
+def batch():
+    pairs = [
+        ("3 May 1979", "1979-05-03"),
+        ("Thursday, 3 May 1979", "1979-05-03"),
+        ("1.1.2000", "2000-01-01"),
+    ]
+    return encode_pairs(pairs, TASK.src_vocab, TASK.tgt_vocab)
+
+
+_MODELS: dict = {}
+
+
+def _model(kind):
+    """An untrained model of ``kind`` (built once; the tests only read it)."""
+    if kind not in _MODELS:
+        torch.manual_seed(0)
+        _MODELS[kind] = build_model(kind, "dates").eval()
+    return _MODELS[kind]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_forward_gives_logits_for_every_target_position(kind, batch):
+    model = _model(kind)
+    logits = model(batch["src"], batch["src_len"], batch["tgt_in"])
+    B, T = batch["tgt_in"].shape
+    assert logits.shape == (B, T, len(TASK.tgt_vocab))
+    assert model.kind == kind
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_padding_does_not_change_the_result(kind, batch):
+    """Each example decoded alone gives the same logits as inside a padded batch."""
+    model = _model(kind)
+    with torch.no_grad():
+        logits = model(batch["src"], batch["src_len"], batch["tgt_in"])
+        for i in range(len(batch["src"])):
+            n = int(batch["src_len"][i])
+            alone = model(
+                batch["src"][i : i + 1, :n], batch["src_len"][i : i + 1], batch["tgt_in"][i : i + 1]
+            )
+            assert torch.allclose(alone[0], logits[i], atol=1e-5)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_one_step_shapes(kind, batch):
+    model = _model(kind)
+    with torch.no_grad():
+        state = model.start(batch["src"], batch["src_len"])
+        out = model.step(state, batch["tgt_in"][:, 0])
+    B, n = batch["src"].shape
+    assert out.logits.shape == (B, len(TASK.tgt_vocab))
+    if kind == "transformer":
+        cfg = model.config
+        assert out.alpha.shape == (B, cfg.num_layers, cfg.num_heads, n)
+        assert out.context is None
+    else:
+        assert out.alpha.shape == (B, n)
+    # Weights sum to 1 over the real source tokens and are 0 on padding.
+    assert torch.allclose(out.alpha.sum(-1), torch.ones(out.alpha.shape[:-1]), atol=1e-5)
+    for i, length in enumerate(batch["src_len"].tolist()):
+        assert float(out.alpha[i, ..., length:].abs().sum()) == 0.0
+    if kind == "rnnsearch":
+        assert out.context.shape == (B, 2 * model.config.enc_hidden)
+        # c_t = sum_i alpha_{t,i} h_i
+        expected = torch.einsum("bn,bnd->bd", out.alpha, state["h"])
+        assert torch.allclose(out.context, expected, atol=1e-5)
+    if kind == "rnnencdec":
+        last = batch["src_len"] - 1
+        assert torch.equal(out.alpha.argmax(-1), last) and float(out.alpha.max()) == 1.0
+
+
+@pytest.mark.parametrize("score", SCORES)
+def test_rnnsearch_runs_with_each_of_the_four_scores(score, batch):
+    cfg = RNNConfig(enc_hidden=16, dec_hidden=32, attn_hidden=8, score=score)  # dot: d_q == 2H
+    model = RNNSearch(TASK.src_vocab, TASK.tgt_vocab, cfg)
+    logits = model(batch["src"], batch["src_len"], batch["tgt_in"])
+    assert logits.shape[:2] == batch["tgt_in"].shape
+    logits.sum().backward()  # every part gets a gradient
+    assert all(p.grad is not None for p in model.parameters())
+
+
+def test_dot_score_needs_matching_sizes():
+    with pytest.raises(ValueError, match="d_q"):
+        RNNSearch(
+            TASK.src_vocab, TASK.tgt_vocab, RNNConfig(enc_hidden=16, dec_hidden=16, score="dot")
+        )
+
+
+def test_transformer_returns_every_weight():
+    model = _model("transformer")
+    w = model.attention_weights("3 May 1979")
+    L, h = model.config.num_layers, model.config.num_heads
+    n = len(model.source_tokens("3 May 1979"))
+    T = len(w["output_tokens"])
+    assert w["encoder_self"].shape == (L, h, n, n)
+    assert w["decoder_self"].shape == (L, h, T, T)
+    assert w["cross"].shape == (L, h, T, n)
+    for key in ("encoder_self", "decoder_self", "cross"):
+        np.testing.assert_allclose(w[key].sum(-1), 1.0, atol=1e-5)
+    # Masked self-attention: output t never looks at a later output.
+    assert np.all(np.triu(w["decoder_self"], k=1) == 0)
+
+
+def test_encoder_qk_gives_the_encoder_self_attention():
+    model = _model("transformer")
+    w = model.attention_weights("30 September 2000")["encoder_self"]
+    for layer in range(model.config.num_layers):
+        for head in (0, model.config.num_heads - 1):
+            Q, K = model.encoder_qk("30 September 2000", layer, head)
+            d_k = model.config.d_model // model.config.num_heads
+            n = len(model.source_tokens("30 September 2000"))
+            assert Q.shape == K.shape == (n, d_k)
+            scores = Q @ K.T / np.sqrt(d_k)  # softmax(Q K^T / sqrt(d_k))
+            alpha = np.exp(scores - scores.max(-1, keepdims=True))
+            alpha /= alpha.sum(-1, keepdims=True)
+            np.testing.assert_allclose(alpha, w[layer, head], atol=1e-5)
+    with pytest.raises(ValueError):
+        model.encoder_qk("3 May 1979", layer=5, head=0)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("text", BAD)
+def test_bad_text_raises_a_one_line_invalid_input(kind, text):
+    model = _model(kind)
+    for call in (model.translate, model.source_tokens):
+        with pytest.raises(InvalidInput) as err:
+            call(text)
+        msg = str(err.value)
+        assert msg and "\n" not in msg and len(msg) < 120
+
+
+def test_too_long_and_unknown_messages_say_why():
+    model = _model("rnnsearch")
+    with pytest.raises(InvalidInput, match="at most 32"):
+        model.translate("1" * 33)
+    with pytest.raises(InvalidInput, match="'Q'"):  # named as typed, before lower-casing
+        model.translate("3 MAY 1979 Q")
+
+
+def test_source_tokens_are_what_the_encoder_reads():
+    model = _model("rnnsearch")
+    assert model.source_tokens("  3  MAY 1979 ") == [*"3 may 1979", "<eos>"]
+    src = model.encode_source("  3  MAY 1979 ")
+    assert [model.src_vocab.itos[i] for i in src[0].tolist()] == model.source_tokens("3 may 1979")
+
+
+def test_models_accept_their_own_sizes():
+    t = Transformer(
+        TASK.src_vocab,
+        TASK.tgt_vocab,
+        TransformerConfig(d_model=16, num_heads=2, num_layers=1, d_ff=32),
+    )
+    assert t.num_parameters() < 20_000
+    assert t.translate("3 may 1979") == t.translate("3 may 1979")  # deterministic in eval

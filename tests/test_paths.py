@@ -1,0 +1,144 @@
+"""attnlab.paths: the dependency graphs and their path lengths (Vaswani et al., Table 1).
+
+The reference here is written independently of the module: a breadth-first search over a
+successor function that describes each layer type directly, with the stack depth found by
+growing it until output n sees input 1 (not from the module's formulas).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from attnlab import paths
+
+
+def successors(kind: str, n: int, k: int, layers: int, node):
+    """Nodes computed from ``node`` = (layer, position), positions 0..n-1."""
+    layer, i = node
+    if kind == "rnn":
+        if layer == 0:
+            return [(1, i)]  # x_i feeds h_i
+        return [(1, i + 1)] if i + 1 < n else []  # h_i feeds h_{i+1}
+    if kind == "self_attention":
+        return [(1, j) for j in range(n)] if layer == 0 else []
+    if layer == layers:
+        return []
+    step = k**layer if kind == "dilated_cnn" else 1  # the dilation of layer `layer + 1`
+    return [(layer + 1, i + m * step) for m in range(k) if i + m * step < n]
+
+
+def bfs_distance(kind: str, n: int, k: int, layers: int) -> int | None:
+    """Edges from input 1 to output n, or None when output n does not see input 1."""
+    start, goal = (0, 0), (layers, n - 1)
+    dist = {start: 0}
+    queue = deque([start])
+    while queue:
+        u = queue.popleft()
+        for v in successors(kind, n, k, layers, u):
+            if v not in dist:
+                dist[v] = dist[u] + 1
+                queue.append(v)
+    return dist.get(goal)
+
+
+def reference_length(kind: str, n: int, k: int) -> int:
+    """The smallest stack whose last output sees input 1, then its BFS distance."""
+    layers = 1
+    while bfs_distance(kind, n, k, layers) is None:
+        layers += 1
+    return bfs_distance(kind, n, k, layers)
+
+
+@pytest.mark.parametrize("kind", paths.KINDS)
+@pytest.mark.parametrize("k", [2, 3, 4, 7])
+def test_longest_path_equals_independent_bfs(kind, k):
+    for n in [2, 3, 4, 5, 8, 9, 10, 16, 17, 27, 28, 33, 64, 100]:
+        assert paths.longest_path(kind, n, k) == reference_length(kind, n, k), (kind, n, k)
+
+
+@given(
+    kind=st.sampled_from(paths.KINDS),
+    n=st.integers(min_value=2, max_value=120),
+    k=st.integers(min_value=2, max_value=9),
+)
+def test_longest_path_equals_bfs_for_any_n_and_k(kind, n, k):
+    assert paths.longest_path(kind, n, k) == reference_length(kind, n, k)
+
+
+@pytest.mark.parametrize("n", [2, 5, 9, 30, 81, 200])
+@pytest.mark.parametrize("k", [2, 3, 5])
+def test_table_1_orders(n, k):
+    # RNN: n edges (x_1 -> h_1 -> ... -> h_n); self-attention: one edge.
+    assert paths.longest_path("rnn", n, k) == n
+    assert paths.longest_path("self_attention", n, k) == 1
+    # Contiguous convolutions: L layers see L(k-1)+1 inputs, one edge per layer.
+    assert paths.longest_path("cnn", n, k) == math.ceil((n - 1) / (k - 1))
+    # Dilated convolutions (dilation k^l): k^L inputs after L layers.
+    assert paths.longest_path("dilated_cnn", n, k) == max(1, math.ceil(math.log(n, k) - 1e-9))
+
+
+def test_growth_matches_big_o():
+    # Doubling n doubles the RNN path, about doubles the CNN path, adds ~1 dilated layer.
+    assert paths.longest_path("rnn", 64, 2) == 2 * paths.longest_path("rnn", 32, 2)
+    assert paths.longest_path("dilated_cnn", 64, 2) == paths.longest_path("dilated_cnn", 32, 2) + 1
+    assert paths.longest_path("cnn", 65, 3) == 2 * paths.longest_path("cnn", 33, 3)
+
+
+@pytest.mark.parametrize("kind", paths.KINDS)
+def test_graph_and_path_are_consistent(kind):
+    g = paths.dependency_graph(kind, 12, 3)
+    assert g.layers == paths.num_layers(kind, 12, 3)
+    edges = set(g.edges)
+    nodes = set(g.nodes)
+    assert all(u in nodes and v in nodes for u, v in edges)
+    p = paths.shortest_path(g)
+    assert p[0] == g.source == (0, 0) and p[-1] == g.target == (g.layers, 11)
+    assert all((u, v) in edges for u, v in zip(p[:-1], p[1:], strict=False))
+
+
+def test_dilated_edges_use_dilation_k_to_the_l():
+    g = paths.dependency_graph("dilated_cnn", 27, 3)
+    assert g.layers == 3
+    for (lu, i), (lv, j) in g.edges:
+        assert lv == lu + 1
+        assert (j - i) % 3**lu == 0 and 0 <= (j - i) // 3**lu < 3
+
+
+def test_stack_is_the_smallest_that_sees_every_input():
+    for kind in ("cnn", "dilated_cnn"):
+        for n, k in [(10, 2), (10, 3), (30, 4)]:
+            g = paths.dependency_graph(kind, n, k)
+            assert bfs_distance(kind, n, k, g.layers) is not None
+            assert bfs_distance(kind, n, k, g.layers - 1) is None or g.layers == 1
+
+
+@pytest.mark.parametrize(
+    "kind, n, k",
+    [
+        ("transformer", 8, 2),
+        ("RNN", 8, 2),
+        ("", 8, 2),
+        ("rnn", 1, 2),
+        ("rnn", 0, 2),
+        ("cnn", -5, 2),
+        ("cnn", 2.5, 2),
+        ("cnn", "8", 2),
+        ("cnn", True, 2),
+        ("cnn", paths.MAX_N + 1, 2),
+        ("cnn", 8, 1),
+        ("dilated_cnn", 8, 0),
+        ("dilated_cnn", 8, -2),
+        ("self_attention", 8, 3.0),
+        ("rnn", 8, paths.MAX_K + 1),
+    ],
+)
+def test_bad_arguments_raise_value_error(kind, n, k):
+    with pytest.raises(ValueError):
+        paths.longest_path(kind, n, k)
+    with pytest.raises(ValueError):
+        paths.dependency_graph(kind, n, k)
