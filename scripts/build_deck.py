@@ -83,7 +83,7 @@ md(
 * A **decoder** RNN unrolls the target sequence $T$ (say, a translation) from that vector alone.
 * The two lengths need not match: $length(S) \\neq length(T)$ in general.
 
-<img src="../pics/seq2seq_lite.png" width="75%">
+<img src="../pics/seq2seq_lite.png" width="90%">
 
 What could go wrong?
 """,
@@ -147,7 +147,7 @@ md(
 * At each output step the decoder decides how much **attention** to pay to each source token:
   a weighted average of the encoder states, recomputed for every output token.
 
-<img src="../pics/seq2seq_attention.png" width="55%">
+<img src="../pics/seq2seq_attention.png" width="78%">
 """,
 )
 notes(
@@ -225,7 +225,7 @@ md(
     """
 ### Accuracy against sentence length
 
-<img src="../pics/seq2seq_attention_length.png" width="62%">
+<img src="../pics/seq2seq_attention_length.png" width="66%">
 
 Our reversal models, trained with the same budget: without attention (RNNEncDec) accuracy
 collapses as inputs grow; with attention (RNNSearch) it holds. Bahdanau et al. (Fig. 2) saw
@@ -343,7 +343,7 @@ values all come from the same sequence.
 other. RNN: $O(n)$; convolutions: $O(n/k)$ contiguous, $O(\\log_k(n))$ dilated; self-attention:
 $O(1)$, a constant path between any pair of positions.
 
-<img src="../pics/wavenet.png" width="60%">
+<img src="../pics/wavenet.png" width="95%">
 """,
 )
 notes(
@@ -393,7 +393,7 @@ md(
     """
 ### The Transformer at a glance
 
-<img src="../pics/transformer_overview.png" width="48%">
+<img src="../pics/transformer_overview.png" width="96%">
 """,
 )
 notes(
@@ -487,7 +487,7 @@ md(
     """
 ### Results with the Transformer
 
-<img src="../pics/transformer_results.png" width="80%">
+<img src="../pics/transformer_results.png" width="72%">
 
 Better BLEU than every earlier model on WMT 2014 English-German (base 27.3, big 28.4) and
 English-French (38.1, 41.8) at a fraction of the training cost ($3.3 \\cdot 10^{18}$ and

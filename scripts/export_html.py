@@ -63,11 +63,32 @@ ASSETS = [
 ]
 SKIP = shutil.ignore_patterns("*.map", "*.esm.js", "embed-amd.js", "libembed-amd.js", "*.txt")
 
-# The stock reveal template also imports mermaid.js from a CDN as an ES module; the deck has no
-# mermaid diagrams, so that block is left out.
+# The stock reveal template, with two changes: it no longer imports mermaid.js from a CDN (the
+# deck has no mermaid diagrams), and MathJax does not break formulas across lines (its automatic
+# line breaks split a fraction from its left-hand side).
 TEMPLATE = "attnlab_offline_slides.html.j2"
-TEMPLATE_SOURCE = """{%- extends 'index.html.j2' -%}
+TEMPLATE_SOURCE = r"""{%- extends 'index.html.j2' -%}
 {%- block html_head_js_mermaidjs -%}{%- endblock html_head_js_mermaidjs -%}
+{%- block html_head_js_mathjax -%}
+<script src="{{ resources.mathjax_url }}"></script>
+<script type="text/x-mathjax-config">
+if (window.MathJax) {
+  MathJax.Hub.Config({
+    TeX: {equationNumbers: {autoNumber: "AMS", useLabelIds: true}},
+    tex2jax: {
+      inlineMath: [["$", "$"], ["\\(", "\\)"]],
+      displayMath: [["$$", "$$"], ["\\[", "\\]"]],
+      processEscapes: true,
+      processEnvironments: true
+    },
+    displayAlign: "center",
+    messageStyle: "none",
+    CommonHTML: {linebreaks: {automatic: false}}
+  });
+  MathJax.Hub.Queue(["Typeset", MathJax.Hub]);
+}
+</script>
+{%- endblock html_head_js_mathjax -%}
 """
 
 

@@ -157,20 +157,29 @@ def test_figures_leave_no_pyplot_figures_open():
 
 
 # ------------------------------------------------------------------- length experiment
-def test_length_figure_draws_the_given_results():
+def test_length_figure_draws_the_given_results_with_the_lectures_names():
     results = {
         "bins": [[5, 10], [11, 20], [21, 30]],
         "models": {
-            "RNNEncDec": {"exact_match": [0.7, 0.1, 0.0], "token_accuracy": [0.9, 0.5, 0.3]},
-            "RNNSearch": {"exact_match": [1.0, 0.98, 0.9], "token_accuracy": [1.0, 1.0, 0.97]},
+            "rnnenc-reverse": {"exact_match": [0.7, 0.1, 0.0], "token_accuracy": [0.9, 0.5, 0.3]},
+            "rnnsearch-reverse": {"exact_match": [1.0, 0.98, 0.9], "token_accuracy": [1, 1, 0.97]},
+            "mystery": {"exact_match": [0.5, 0.5, 0.5], "token_accuracy": [0.5, 0.5, 0.5]},
         },
-        "config": {},
+        "config": {
+            "models": {
+                "rnnenc-reverse": {"kind": "rnnencdec"},
+                "rnnsearch-reverse": {"kind": "rnnsearch"},
+            }
+        },
     }
     fig = figures.seq2seq_attention_length(results)
     ax = fig.axes[0]
     lines = {line.get_label(): line.get_ydata() for line in ax.get_lines()}
-    np.testing.assert_allclose(lines["RNNEncDec"], [0.7, 0.1, 0.0])
-    np.testing.assert_allclose(lines["RNNSearch"], [1.0, 0.98, 0.9])
+    assert set(lines) == {"RNNEncDec (no attention)", "RNNSearch (attention)", "mystery"}
+    np.testing.assert_allclose(lines["RNNEncDec (no attention)"], [0.7, 0.1, 0.0])
+    np.testing.assert_allclose(lines["RNNSearch (attention)"], [1.0, 0.98, 0.9])
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert "RNNSearch (attention)" in legend
 
 
 # ---------------------------------------------------------------------- WaveNet paths

@@ -764,6 +764,9 @@ def transformer_results() -> Figure:
 
 
 # ---------------------------------------------------------------------- length experiment
+_MODEL_NAMES = {"rnnencdec": "RNNEncDec (no attention)", "rnnsearch": "RNNSearch (attention)"}
+
+
 def seq2seq_attention_length(results: dict | None = None) -> Figure:
     """Our length experiment: exact match against input length, with and without attention.
 
@@ -796,10 +799,18 @@ def seq2seq_attention_length(results: dict | None = None) -> Figure:
         palette = [C["blue"], C["vermillion"], C["green"], C["orange"], C["purple"], C["sky"]]
         ax.set_prop_cycle(color=palette, linestyle=["-", "--", "-.", ":", "-", "--"])
         plots.length_curves(results, ax=ax)
+        kinds = {
+            name: card.get("kind")
+            for name, card in results.get("config", {}).get("models", {}).items()
+            if isinstance(card, dict)
+        }
         for line in ax.get_lines():
             line.set_linewidth(3.0)
             line.set_markersize(9)
-        ax.legend(loc="best")  # again, so the legend shows the thicker lines
+            kind = kinds.get(line.get_label())  # checkpoint name -> the lecture's model name
+            if kind in _MODEL_NAMES:
+                line.set_label(_MODEL_NAMES[kind])
+        ax.legend(loc="center right")  # again: thicker lines, lecture names, between the curves
         ax.set_title("Our length experiment: accuracy against input length")
     return fig
 

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from slides import SERVED
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = os.environ.get("ATTNLAB_CHROMIUM", "/usr/bin/chromium")
@@ -42,8 +43,6 @@ CHROMIUM_ARGS = [
     "--disable-sync",
 ]
 VIEWPORT = {"width": 1280, "height": 720}  # the size the deck is laid out for
-# Copied into the server's root (relative paths kept: the deck loads ../pics/*.png).
-SERVED = ["notebooks", "pics", "tests/e2e/fixtures"]
 START_TIMEOUT_S = 90
 
 

@@ -15,6 +15,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 DECK = "notebooks/07_attention.ipynb"
 FIXTURE = "tests/e2e/fixtures/mini_deck.ipynb"
+# Copied into the test server's root (relative paths kept: the deck loads ../pics/*.png).
+SERVED = ["notebooks", "pics", "tests/e2e/fixtures"]
 # Screenshots of every slide: artifacts/slides/<deck name>/ (git-ignored).
 ARTIFACTS = ROOT / "artifacts" / "slides"
 
@@ -123,6 +125,13 @@ RAW_TEX_JS = r"""
   const errors = p.querySelectorAll('mjx-merror, .MathJax_Error, .merror');
   return (raw || []).concat(Array.from(errors).map(e => 'MathJax error: ' + e.textContent));
 }
+"""
+
+# Pictures on the slides that did not load (a missing file, a blocked URL).
+BROKEN_IMAGES_JS = """
+() => Array.from(document.querySelectorAll('.reveal .slides img'))
+  .filter(img => !img.complete || img.naturalWidth === 0)
+  .map(img => img.getAttribute('src').slice(0, 100))
 """
 
 MATH_COUNT_JS = """

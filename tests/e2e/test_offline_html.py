@@ -18,15 +18,9 @@ import sys
 
 import pytest
 import slides
-from conftest import SERVED
 
 EXPORT_TIMEOUT_S = 900
 
-BROKEN_IMAGES_JS = """
-() => Array.from(document.querySelectorAll('.reveal .slides img'))
-  .filter(img => !img.complete || img.naturalWidth === 0)
-  .map(img => img.src.slice(0, 80))
-"""
 IMAGE_COUNT_JS = "() => document.querySelectorAll('.reveal .slides img').length"
 # Widget views still waiting for the renderer (their <script> has no drawn view beside it).
 UNRENDERED_WIDGETS_JS = """
@@ -49,7 +43,7 @@ def markdown_pictures(nb: dict) -> int:
 def export(deck: slides.Deck, tmp_path) -> tuple[str, dict]:
     """Run scripts/export_html.py on a copy of the repo's notebooks; returns (file URL, nb)."""
     work = tmp_path / "src"
-    for rel in SERVED:
+    for rel in slides.SERVED:
         if (slides.ROOT / rel).exists():
             shutil.copytree(slides.ROOT / rel, work / rel)
     env = dict(os.environ, OMP_NUM_THREADS="2")
@@ -95,7 +89,7 @@ def test_offline_html(offline_page, deck, tmp_path):
     problems = []
     if page.evaluate(UNRENDERED_WIDGETS_JS):
         problems.append(f"{page.evaluate(UNRENDERED_WIDGETS_JS)} widgets not drawn")
-    broken = page.evaluate(BROKEN_IMAGES_JS)
+    broken = page.evaluate(slides.BROKEN_IMAGES_JS)
     if broken:
         problems.append(f"pictures that did not load: {broken}")
     if page.evaluate(IMAGE_COUNT_JS) < markdown_pictures(nb):

@@ -3,7 +3,7 @@
 Open the RISE slideshow (``/rise/<path>``), restart the kernel and run every cell, then walk
 every slide and fragment with Space to the end, taking a screenshot of each step into
 artifacts/slides/<deck>/.  On the way assert: no error output; every formula typeset by
-MathJax; every widget rendered as a widget, never as its text form; moving the DecodeStepper's
+MathJax; every picture loaded; every widget rendered as a widget, never as its text form; moving the DecodeStepper's
 t slider and the ScaledDotExplorer's d_k slider changes the heatmap; speaker notes hidden.
 """
 
@@ -119,6 +119,9 @@ def test_slideshow(lab, lab_page, deck):
         shut_down_kernel(lab, deck.path)
 
     problems += slides.check_complete_walk(steps, slides.expected_slides(nb))
+    broken = page.evaluate(slides.BROKEN_IMAGES_JS)
+    if broken:
+        problems.append(f"pictures that did not load: {broken}")
     assert page.evaluate(slides.MATH_COUNT_JS) > 0, "MathJax typeset nothing"
     assert not page.page_errors, f"errors in the page: {page.page_errors[:5]}"
     assert not problems, "\n".join(problems)
