@@ -78,3 +78,10 @@ def test_missing_or_damaged_results_name_the_file(tmp_path):
 def test_the_results_file_ships_inside_the_package():
     assert length.RESULTS_FILE.parent.name == "results"
     assert length.RESULTS_FILE.parent.parent.name == "attnlab"
+
+
+def test_the_short_trained_variants_were_trained_on_5_to_30(results):
+    runs = results["config"]["models"]
+    for name in ("rnnenc-reverse-30", "rnnsearch-reverse-30"):
+        assert runs[name]["train_lengths"] == [5, 30]
+        assert runs[name]["steps"] == runs["rnnsearch-reverse"]["steps"]

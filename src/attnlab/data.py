@@ -97,7 +97,7 @@ class Vocab:
 
     def unknown(self, text: str) -> list[str]:
         """The characters of ``text`` outside the vocabulary (each once, in order)."""
-        return list(dict.fromkeys(c for c in text if c not in self.stoi or c in SPECIALS))
+        return list(dict.fromkeys(c for c in text if c not in self.stoi))
 
     def encode(self, text: str, unknown: str = "raise") -> list[int]:
         """Character ids of ``text`` (no <sos>/<eos> added).
