@@ -47,6 +47,7 @@ pics: setup
 
 train: setup
 	$(BIN)/python -m attnlab.train --all
+	$(BIN)/python -m attnlab.experiments.length
 
 bench: setup
 	$(BIN)/python benchmarks/attention.py

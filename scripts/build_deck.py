@@ -162,12 +162,20 @@ md(
     """
 ### The equations
 
-* Input $x=[x_1, \\dots, x_n]$, output $y=[y_1, \\dots, y_m]$
-* Encoder states (bidirectional): $h_i=[\\overrightarrow{h_i};\\overleftarrow{h_i}]$
-* Decoder state: $s_t=f(s_{t-1}, y_{t-1}, c_t)$
-* Context vector: $c_t=\\sum_{i=1}^{n}\\alpha_{t,i}\\,h_i$
-* Attention weights: $\\alpha_{t,i}=\\dfrac{\\exp(score(s_{t-1},h_i))}{\\sum_{i'=1}^{n}\\exp(score(s_{t-1},h_{i'}))}$
-* A score ([Luong et al., 2015](https://arxiv.org/pdf/1508.04025.pdf)): $score(s_t,h_i)=s_t^\\top W_a h_i$
+Input $x=[x_1, \\dots, x_n]$, output $y=[y_1, \\dots, y_m]$.
+
+$$
+\\begin{aligned}
+h_i &= [\\overrightarrow{h_i};\\overleftarrow{h_i}] && \\text{encoder state (bidirectional)}\\\\[4pt]
+s_t &= f(s_{t-1}, y_{t-1}, c_t) && \\text{decoder state}\\\\[4pt]
+c_t &= \\sum_{i=1}^{n}\\alpha_{t,i}\\,h_i && \\text{context vector}\\\\[4pt]
+\\alpha_{t,i} &= \\frac{\\exp(score(s_{t-1},h_i))}{\\sum_{i'=1}^{n}\\exp(score(s_{t-1},h_{i'}))} && \\text{attention weights}\\\\[4pt]
+score(s_t,h_i) &= s_t^\\top W_a h_i && \\text{Luong's "general" score}
+\\end{aligned}
+$$
+
+The score is from [Luong et al., 2015](https://arxiv.org/pdf/1508.04025.pdf); Bahdanau et al.
+used a small network instead (next slides compare them).
 """,
 )
 notes(

@@ -9,13 +9,16 @@
 3. The deck is executed (nbclient, widget state stored in the notebook), so that each widget's
    last picture and the DecodeStepper's pre-rendered frames are in the file.
 4. nbconvert's SlidesExporter writes html/<deck>.slides.html with every URL pointing into lib/
-   (never a CDN) and the pictures embedded.  Open it straight from disk.
+   (never a CDN) and the pictures (../pics/*.png) embedded.  Open it straight from disk.
 """
 
 from __future__ import annotations
 
 import argparse
+import base64
+import mimetypes
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -122,6 +125,39 @@ def copy_assets(lib: Path) -> None:
             shutil.copy2(src, dst)
 
 
+# Pictures in markdown: <img src="../pics/x.png"> and ![alt](../pics/x.png).
+PICTURE_REFS = [
+    re.compile(r'(<img\b[^>]*?\bsrc=")([^"]+)(")'),
+    re.compile(r"(!\[[^\]]*\]\()([^)\s]+)()"),
+]
+
+
+def embed_pictures(nb: nbformat.NotebookNode, folder: Path) -> int:
+    """Replace the deck's local pictures by data: URLs; returns how many were embedded.
+
+    nbconvert's own embed_images refuses files outside the notebook's folder, and the deck
+    loads ../pics/*.png; here files under the folder's parent (the repository) are allowed.
+    """
+    allowed = folder.parent.resolve()
+    count = 0
+
+    def data_url(match: re.Match) -> str:
+        nonlocal count
+        path = (folder / match.group(2)).resolve()
+        if not (path.is_file() and path.is_relative_to(allowed)):
+            return match.group(0)
+        mime = mimetypes.guess_type(path.name)[0] or "application/octet-stream"
+        count += 1
+        encoded = base64.b64encode(path.read_bytes()).decode("ascii")
+        return f"{match.group(1)}data:{mime};base64,{encoded}{match.group(3)}"
+
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            for pattern in PICTURE_REFS:
+                cell.source = pattern.sub(data_url, cell.source)
+    return count
+
+
 def execute(nb: nbformat.NotebookNode, cwd: Path, timeout: int) -> None:
     """Run every cell in a fresh kernel; widget state is stored in nb.metadata.widgets."""
     os.environ.setdefault("OMP_NUM_THREADS", "2")
@@ -152,7 +188,7 @@ def slides_config(nb: nbformat.NotebookNode) -> Config:
     c.SlidesExporter.require_js_url = REQUIRE_URL
     c.SlidesExporter.jquery_url = JQUERY_URL
     c.SlidesExporter.widget_renderer_url = WIDGETS_URL
-    c.SlidesExporter.embed_images = True  # <img src="../pics/..."> becomes a data: URL
+    c.SlidesExporter.embed_images = True  # pictures next to the notebook become data: URLs
     return c
 
 
@@ -166,6 +202,7 @@ def export(notebook: Path, out: Path, run: bool = True, timeout: int = 600) -> P
         start = time.perf_counter()
         execute(nb, notebook.parent, timeout)
         print(f"executed {notebook.name} in {time.perf_counter() - start:.1f} s", flush=True)
+    embed_pictures(nb, notebook.parent)
     exporter = SlidesExporter(
         config=slides_config(nb),
         extra_loaders=[jinja2.DictLoader({TEMPLATE: TEMPLATE_SOURCE})],

@@ -117,6 +117,13 @@ def test_unknown_characters_are_named():
     assert v.unknown("3 may 1979 xq😀") == ["x", "q", "😀"]
     ids = v.encode("3 x", unknown="unk")
     assert ids[-1] == v.unk and len(ids) == 3
+    assert v.encode("3 xqx", unknown="return") == (
+        [*v.encode("3 "), v.unk, v.unk, v.unk],
+        ["x", "q"],
+    )
+    assert v.encode("3", unknown="return") == (v.encode("3"), [])
+    with pytest.raises(ValueError):
+        v.encode("3", unknown="ignore")
 
 
 def test_special_token_names_are_not_characters_of_the_text():

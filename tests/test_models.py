@@ -182,3 +182,19 @@ def test_models_accept_their_own_sizes():
     )
     assert t.num_parameters() < 20_000
     assert t.translate("3 may 1979") == t.translate("3 may 1979")  # deterministic in eval
+
+
+@torch.no_grad()
+def test_transformer_forward_can_return_every_weight(batch):
+    model = _model("transformer")
+    logits, w = model(batch["src"], batch["src_len"], batch["tgt_in"], return_weights=True)
+    B, n = batch["src"].shape
+    T = batch["tgt_in"].shape[1]
+    L, h = model.config.num_layers, model.config.num_heads
+    assert torch.equal(logits, model(batch["src"], batch["src_len"], batch["tgt_in"]))
+    assert w["encoder_self"].shape == (B, L, h, n, n)
+    assert w["decoder_self"].shape == (B, L, h, T, T)
+    assert w["cross"].shape == (B, L, h, T, n)
+    # padded source positions get no attention
+    for i, length in enumerate(batch["src_len"].tolist()):
+        assert float(w["cross"][i, ..., length:].abs().sum()) == 0.0

@@ -25,10 +25,14 @@ def load(name: str, directory=None):
 
 
 def __getattr__(name: str):
-    # `attnlab.data`, `attnlab.decode`, ... without importing each one by hand.
+    # `attnlab.data`, `attnlab.decode`, ... without importing each one by hand, and the
+    # attention core's API at the top level: `attnlab.scaled_dot_product_attention`, ...
     try:
         return importlib.import_module(f"attnlab.{name}")
     except ModuleNotFoundError as err:
         if err.name != f"attnlab.{name}":
             raise
-        raise AttributeError(f"module 'attnlab' has no attribute {name!r}") from None
+    attention = importlib.import_module("attnlab.attention")
+    if name in attention.__all__:
+        return getattr(attention, name)
+    raise AttributeError(f"module 'attnlab' has no attribute {name!r}")

@@ -99,18 +99,20 @@ class Vocab:
         """The characters of ``text`` outside the vocabulary (each once, in order)."""
         return list(dict.fromkeys(c for c in text if c not in self.stoi))
 
-    def encode(self, text: str, unknown: str = "raise") -> list[int]:
+    def encode(self, text: str, unknown: str = "raise") -> list[int] | tuple[list[int], list[str]]:
         """Character ids of ``text`` (no <sos>/<eos> added).
 
         ``unknown="raise"`` (default): raise :class:`InvalidInput` naming the unknown
         characters.  ``unknown="unk"``: map them to ``<unk>`` (ask :meth:`unknown` which).
+        ``unknown="return"``: map them to ``<unk>`` and return ``(ids, unknown_characters)``.
         """
-        if unknown not in ("raise", "unk"):
-            raise ValueError(f"unknown must be 'raise' or 'unk'; got {unknown!r}")
+        if unknown not in ("raise", "unk", "return"):
+            raise ValueError(f"unknown must be 'raise', 'unk' or 'return'; got {unknown!r}")
         bad = self.unknown(text)
         if bad and unknown == "raise":
             raise InvalidInput(unknown_message(bad))
-        return [self.stoi.get(c, self.unk) for c in text]
+        ids = [self.stoi.get(c, self.unk) for c in text]
+        return (ids, bad) if unknown == "return" else ids
 
     def decode(self, ids: Iterable[int], stop_at_eos: bool = True) -> str:
         """Text of ``ids``: special tokens are dropped, and reading stops at ``<eos>``."""

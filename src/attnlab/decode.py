@@ -190,7 +190,7 @@ def _steps(model: Seq2SeqModel, src: Tensor, forced: list[int] | None) -> Iterat
                 state = so.state
                 p = torch.softmax(so.logits[0], dim=-1)  # p(y_t | y_<t, x): (V,)
                 if forced is None:
-                    token_id = int(p.argmax())
+                    token_id = int(so.logits[0].argmax())  # exactly what greedy() picks
                 else:
                     token_id = forced[t] if t < len(forced) else eos
                 if token_id == eos:

@@ -197,6 +197,8 @@ class LivePlot:
         self.ax_loss.set(xlabel="step", ylabel="training loss", yscale="log")
         self.ax_acc.set(xlabel="step", ylabel="held-out exact match", ylim=(0, 1.02))
         self.title = title
+        self.loss_steps: list[int] = []  # every step's training loss: the live curve
+        self.loss_values: list[float] = []
         self.fig.suptitle(title)
         self.fig.tight_layout()
         self.handle = display(Image(data=self._png()), display_id=True)
@@ -207,9 +209,19 @@ class LivePlot:
         self.fig.savefig(buf, format="png")
         return buf.getvalue()
 
+    def add_loss(self, step: int, loss: float, redraw_every: int = 10) -> None:
+        """Record one step's loss; redraw every few steps (a redraw costs ~50 ms)."""
+        self.loss_steps.append(step)
+        self.loss_values.append(loss)
+        if step % redraw_every == 0:
+            self.loss_line.set_data(self.loss_steps, self.loss_values)
+            self.ax_loss.relim()
+            self.ax_loss.autoscale_view()
+            self.handle.update(self._Image(data=self._png()))
+
     def update(self, history: dict, target: float | None) -> None:
         steps = history["step"]
-        self.loss_line.set_data(steps, history["loss"])
+        self.loss_line.set_data(self.loss_steps, self.loss_values)
         self.acc_line.set_data(steps, history["accuracy"])
         for ax in (self.ax_loss, self.ax_acc):
             ax.relim()
@@ -336,6 +348,8 @@ def _fit(
         sched.step()
         step += 1
         losses.append(loss.item())
+        if live is not None:
+            live.add_loss(step, losses[-1])
         if bar is not None:
             bar.update(1)
         if step % cfg.eval_every == 0 or step == cfg.max_steps:

@@ -133,11 +133,25 @@ class Transformer(Seq2SeqModel):
             cross_w.append(w_cross)  # (B, h, T, n)
         return self.out(self.dec_ln(y)), self_w, cross_w
 
-    def forward(self, src: Tensor, src_len: Tensor, tgt_in: Tensor) -> Tensor:
-        """Teacher forcing, all T positions at once: src (B, n), tgt_in (B, T) -> (B, T, V)."""
-        memory, src_mask, _ = self.encode(src, src_len)
-        logits, _, _ = self.decode(tgt_in, memory, src_mask)
-        return logits
+    def forward(
+        self, src: Tensor, src_len: Tensor, tgt_in: Tensor, return_weights: bool = False
+    ) -> Tensor | tuple[Tensor, dict[str, Tensor]]:
+        """Teacher forcing, all T positions at once: src (B, n), tgt_in (B, T) -> (B, T, V).
+
+        With ``return_weights=True`` also the weights of every layer and head:
+        ``encoder_self`` (B, L, h, n, n), ``decoder_self`` (B, L, h, T, T), ``cross``
+        (B, L, h, T, n).
+        """
+        memory, src_mask, enc_w = self.encode(src, src_len)
+        logits, self_w, cross_w = self.decode(tgt_in, memory, src_mask)
+        if not return_weights:
+            return logits
+        weights = {
+            "encoder_self": torch.stack(enc_w, dim=1),
+            "decoder_self": torch.stack(self_w, dim=1),
+            "cross": torch.stack(cross_w, dim=1),
+        }
+        return logits, weights
 
     # ---------------------------------------------------------------- decoding protocol
     def start(self, src: Tensor, src_len: Tensor) -> State:
@@ -166,14 +180,10 @@ class Transformer(Seq2SeqModel):
         src = self.encode_source(text)  # (1, n)
         out_ids = greedy(self, src)[0] + [self.tgt_vocab.eos]
         tgt_in = torch.tensor([[self.tgt_vocab.sos, *out_ids[:-1]]])  # (1, T)
-        memory, src_mask, enc_w = self.encode(src, torch.tensor([src.shape[1]]))
-        _, self_w, cross_w = self.decode(tgt_in, memory, src_mask)
+        _, weights = self(src, torch.tensor([src.shape[1]]), tgt_in, return_weights=True)
         self.train(was_training)
-        stack = lambda ws: torch.stack([w[0] for w in ws]).numpy()  # noqa: E731
         return {
-            "encoder_self": stack(enc_w),
-            "decoder_self": stack(self_w),
-            "cross": stack(cross_w),
+            **{key: w[0].numpy() for key, w in weights.items()},  # drop the batch axis
             "source_tokens": self.source_tokens(text),
             "output_tokens": [self.tgt_vocab.itos[i] for i in out_ids],
         }

@@ -108,7 +108,8 @@ PRESENT_JS = """
 }
 """
 
-# Text on the present slide that MathJax left raw: $...$, $$...$$ or a TeX command.
+# Text on the present slide that MathJax left raw ($...$, $$...$$, a TeX command), MathJax
+# errors, and formulas whose letters a text-transform changes.
 RAW_TEX_JS = r"""
 () => {
   const all = Array.from(document.querySelectorAll('.reveal .slides section.present'));
@@ -122,8 +123,14 @@ RAW_TEX_JS = r"""
     if (!n.parentElement.closest(skip)) text += n.textContent + ' ';
   }
   const raw = text.match(/\$\$[^$]+\$\$|\$[^$\s][^$]*\$|\\(?:sqrt|frac|alpha|sum|top|mathrm|text|left|right|cdot|dots|exp|log|in|le|ge|times|mathbf|operatorname|begin|end)\b/g);
-  const errors = p.querySelectorAll('mjx-merror, .MathJax_Error, .merror');
-  return (raw || []).concat(Array.from(errors).map(e => 'MathJax error: ' + e.textContent));
+  const errors = Array.from(p.querySelectorAll('mjx-merror, .MathJax_Error, .merror'))
+    .map(e => 'MathJax error: ' + e.textContent);
+  // A heading style such as text-transform: uppercase turns d_k into D_K inside formulas.
+  const capitals = Array.from(p.querySelectorAll('mjx-container, .MathJax_CHTML'))
+    .filter(m => getComputedStyle(m).textTransform !== 'none')
+    .map(m => 'formula drawn with text-transform ' + getComputedStyle(m).textTransform + ': '
+      + (m.closest('h1, h2, h3, h4, h5, h6, p, li') || m).textContent.slice(0, 60));
+  return (raw || []).concat(errors, capitals);
 }
 """
 
@@ -266,7 +273,7 @@ def check_slider_changes_picture(page, check: SliderCheck, wait_s: float = 15.0)
     return f"{check.name}: value {before} -> {after} but the picture did not change"
 
 
-def next_step(page, state: dict, wait_s: float = 3.0) -> dict | None:
+def next_step(page, state: dict, wait_s: float = 5.0) -> dict | None:
     """Press Space (next fragment or slide); the new state, or None at the end of the deck."""
     page.keyboard.press("Space")
     deadline = time.monotonic() + wait_s
@@ -298,7 +305,7 @@ def walk(page, folder: Path, checks, n_cells: int) -> tuple[list[dict], list[str
         if flat:
             problems.append(f"{where}: {flat} formulas typeset but not drawn")
         for raw in raw_tex(page):
-            problems.append(f"{where}: not typeset: {raw!r}")
+            problems.append(f"{where}: formula problem: {raw!r}")
         for cell in cells(page):
             if cell["inNotes"] and cell["visible"]:
                 problems.append(f"{where}: speaker notes visible: {cell['text'][:80]!r}")

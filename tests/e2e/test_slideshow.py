@@ -48,24 +48,33 @@ def shut_down_kernel(lab, path: str) -> None:
             lab.api("DELETE", f"sessions/{session['id']}")
 
 
+# Records whether any code cell showed the busy prompt [*]: the stored outputs of the deck
+# already carry execution counts, so "every cell has a number" alone proves nothing.
+WATCH_BUSY_JS = """
+() => {
+  window.__attnlabSawBusy = false;
+  const busy = () => Array.from(document.querySelectorAll('.jp-CodeCell .jp-InputPrompt'))
+    .some(p => p.textContent.includes('*'));
+  new MutationObserver(() => { if (busy()) window.__attnlabSawBusy = true; })
+    .observe(document.body, {subtree: true, childList: true, characterData: true});
+}
+"""
+RUN_ALL_DONE_JS = """
+() => window.__attnlabSawBusy
+  && !Array.from(document.querySelectorAll('.jp-CodeCell .jp-InputPrompt'))
+       .some(p => p.textContent.includes('*'))
+"""
+
+
 def restart_and_run_all(page) -> None:
-    """The toolbar's "Restart the kernel and run all cells", then confirm the dialog."""
+    """The toolbar's "Restart the kernel and run all cells", confirmed; waits until done."""
+    page.evaluate(WATCH_BUSY_JS)
     page.evaluate(
         """() => document.querySelector('jp-button[data-command="notebook:restart-run-all"]')
              .dispatchEvent(new MouseEvent('mousedown', {bubbles: true, button: 0}))"""
     )
     page.click(".jp-Dialog .jp-mod-accept", timeout=30_000)
-    page.wait_for_function(
-        """() => Array.from(document.querySelectorAll('.jp-CodeCell .jp-InputPrompt'))
-                 .some(p => p.textContent.includes('*'))""",
-        timeout=30_000,
-    )
-    page.wait_for_function(
-        """() => !Array.from(document.querySelectorAll('.jp-CodeCell .jp-InputPrompt'))
-                 .some(p => p.textContent.includes('*'))""",
-        timeout=RUN_ALL_TIMEOUT_S * 1000,
-        polling=500,
-    )
+    page.wait_for_function(RUN_ALL_DONE_JS, timeout=RUN_ALL_TIMEOUT_S * 1000, polling=500)
 
 
 def check_outputs(page, nb: dict) -> list[str]:

@@ -86,7 +86,15 @@ def run(
     import attnlab
     from attnlab.train import default_configs, train_and_save
 
-    config: dict = {"bins": BINS, "per_bin": PER_BIN, "test_seed": TEST_SEED, "models": {}}
+    config: dict = {
+        "task": "reverse: a random digit string -> the same string reversed",
+        "metric": "greedy decoding; exact_match = whole output right, token_accuracy = "
+        "right characters at the right positions",
+        "bins": BINS,
+        "per_bin": PER_BIN,
+        "test_seed": TEST_SEED,
+        "models": {},
+    }
     results: dict = {"bins": BINS, "models": {}, "config": config}
     for name, (short, lengths) in MODELS.items():
         kind = {"rnnenc": "rnnencdec"}.get(short, short)
