@@ -18,16 +18,6 @@ from attnlab.checkpoints import CHECKPOINT_DIR, SHIPPED, CheckpointError
 from attnlab.data import dates
 from attnlab.train import TEST_SEED_OFFSET, evaluate
 
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    """Tiny models: one torch thread is as fast, and far faster when the cores are shared."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 CARD_FIELDS = {
     "kind", "task", "config", "src_vocab", "tgt_vocab", "seed", "steps", "train_seconds",
     "heldout_accuracy", "torch_version", "weights_sha256",

@@ -10,16 +10,6 @@ import attnlab
 from attnlab.data import InvalidInput, Vocab
 from attnlab.decode import Seq2SeqModel, Step, StepOutput, beam_search, greedy, steps
 
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    """Tiny models: one torch thread is as fast, and far faster when the cores are shared."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 TEXTS = ["3 May 1979", "Thursday, 03 May 1979", "1979/05/03", "december 31, 2099", " 1.1.1900 "]
 NAMES = ["rnnenc-dates", "rnnsearch-dates", "transformer-dates"]
 

@@ -5,20 +5,10 @@ from __future__ import annotations
 import json
 
 import pytest
-import torch
 
 import attnlab
 from attnlab.experiments import length
 from attnlab.experiments.length import BINS, load_results, measure
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    """Tiny models: one torch thread is as fast, and far faster when the cores are shared."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 @pytest.fixture(scope="module")

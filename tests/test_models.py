@@ -12,16 +12,6 @@ from attnlab.seq2seq import RNNConfig, RNNSearch
 from attnlab.train import build_model, encode_pairs
 from attnlab.transformer import Transformer, TransformerConfig
 
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    """Tiny models: one torch thread is as fast, and far faster when the cores are shared."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 KINDS = ["rnnencdec", "rnnsearch", "transformer"]
 TASK = TASKS["dates"]
 BAD = ["", "   ", "3 may 1979 ?", "x" * 10_000, "😀", "3 May 1979" * 4, "\x00"]

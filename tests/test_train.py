@@ -13,16 +13,6 @@ from attnlab import checkpoints
 from attnlab.data import TASKS, dates
 from attnlab.train import TrainConfig, default_configs, encode_pairs, evaluate, fit, main
 
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    """Tiny models: one torch thread is as fast, and far faster when the cores are shared."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 TINY = TrainConfig(lr=1e-2, max_steps=6, eval_every=3, n_train=300, n_valid=40, batch_size=16)
 
 

@@ -53,7 +53,21 @@ def _encode(gru: nn.GRU, x: Tensor, src_len: Tensor) -> tuple[Tensor, Tensor]:
     return out, h_n  # (B, n, D*H), (D, B, H)
 
 
-class RNNEncDec(Seq2SeqModel):
+class _RecurrentSeq2Seq(Seq2SeqModel):
+    """An RNN decoder is trained the way it decodes: one step after another."""
+
+    def forward(self, src: Tensor, src_len: Tensor, tgt_in: Tensor) -> Tensor:
+        """Teacher forcing: src (B, n), tgt_in (B, T) = <sos> y_1..y_{T-1} -> logits (B, T, V)."""
+        state = self.start(src, src_len)
+        logits = []
+        for t in range(tgt_in.shape[1]):
+            so = self.step(state, tgt_in[:, t])
+            state = so.state
+            logits.append(so.logits)
+        return torch.stack(logits, dim=1)
+
+
+class RNNEncDec(_RecurrentSeq2Seq):
     """Encoder-decoder without attention: the decoder sees only the final encoder state."""
 
     kind = "rnnencdec"
@@ -86,18 +100,8 @@ class RNNEncDec(Seq2SeqModel):
         alpha = nn.functional.one_hot(src_len - 1, n).float()  # (B, n)
         return StepOutput(logits, alpha, None, {"s": s, "c": c, "src_len": src_len})
 
-    def forward(self, src: Tensor, src_len: Tensor, tgt_in: Tensor) -> Tensor:
-        """Teacher forcing: src (B, n), tgt_in (B, T) = <sos> y_1..y_{T-1} -> logits (B, T, V)."""
-        state = self.start(src, src_len)
-        logits = []
-        for t in range(tgt_in.shape[1]):
-            so = self.step(state, tgt_in[:, t])
-            state = so.state
-            logits.append(so.logits)
-        return torch.stack(logits, dim=1)
 
-
-class RNNSearch(Seq2SeqModel):
+class RNNSearch(_RecurrentSeq2Seq):
     """Bahdanau et al.'s RNNsearch: a bi-GRU encoder and a GRU decoder with attention."""
 
     kind = "rnnsearch"
@@ -144,13 +148,3 @@ class RNNSearch(Seq2SeqModel):
         s = self.decoder(torch.cat([y, c], dim=-1), s_prev)  # s_t = f(s_{t-1}, y_{t-1}, c_t)
         logits = self.out(torch.cat([s, c, y], dim=-1))  # (B, V)
         return StepOutput(logits, alpha, c, {**state, "s": s})
-
-    def forward(self, src: Tensor, src_len: Tensor, tgt_in: Tensor) -> Tensor:
-        """Teacher forcing: src (B, n), tgt_in (B, T) = <sos> y_1..y_{T-1} -> logits (B, T, V)."""
-        state = self.start(src, src_len)
-        logits = []
-        for t in range(tgt_in.shape[1]):
-            so = self.step(state, tgt_in[:, t])
-            state = so.state
-            logits.append(so.logits)
-        return torch.stack(logits, dim=1)
