@@ -7,7 +7,6 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 # Two threads: the machines this lecture runs on have two cores.
 export OMP_NUM_THREADS ?= 2
-export MPLBACKEND ?= Agg
 
 .PHONY: setup slides test lint unit notebooks e2e pics train bench html format clean
 
@@ -39,7 +38,7 @@ notebooks: setup
 	ATTNLAB_SOLUTIONS=1 $(BIN)/python -m pytest -q --nbval-lax notebooks/07_attention_exercises.ipynb
 
 e2e: setup
-	scripts/ensure_chromium.sh
+	scripts/ensure_e2e_deps.sh
 	$(BIN)/python -m pytest -q tests/e2e
 
 pics: setup
@@ -63,4 +62,4 @@ format: setup
 	$(BIN)/ruff check --fix .
 
 clean:
-	rm -rf $(VENV) build dist artifacts html .pytest_cache .ruff_cache
+	rm -rf $(VENV) build dist artifacts html node_modules .pytest_cache .ruff_cache

@@ -153,11 +153,11 @@ def test_ci_runs_make_test():
     others = [
         c
         for c in commands
-        if not re.match(r"(set\s+-.*|cd\s+\S.*|scripts/ensure_chromium\.sh)$", c)
+        if not re.match(r"(set\s+-.*|cd\s+\S.*|scripts/ensure_e2e_deps\.sh)$", c)
     ]
     assert others in (["make test"], ["exec make test"]), f".ci/run also runs: {others}"
-    assert "scripts/ensure_chromium.sh" in commands
-    assert "apt-get install" in (ROOT / "scripts" / "ensure_chromium.sh").read_text()
+    assert "scripts/ensure_e2e_deps.sh" in commands
+    assert "apt-get install" in (ROOT / "scripts" / "ensure_e2e_deps.sh").read_text()
 
 
 @pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")

@@ -188,7 +188,7 @@ def browser():
     from playwright.sync_api import sync_playwright
 
     if not Path(CHROMIUM).exists():
-        pytest.fail(f"{CHROMIUM} is missing: run scripts/ensure_chromium.sh (make e2e does)")
+        pytest.fail(f"{CHROMIUM} is missing: run scripts/ensure_e2e_deps.sh (make e2e does)")
     with sync_playwright() as playwright:
         chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:

@@ -3,8 +3,9 @@
 Open the RISE slideshow (``/rise/<path>``), restart the kernel and run every cell, then walk
 every slide and fragment with Space to the end, taking a screenshot of each step into
 artifacts/slides/<deck>/.  On the way assert: no error output; every formula typeset by
-MathJax; every picture loaded; every widget rendered as a widget, never as its text form; moving the DecodeStepper's
-t slider and the ScaledDotExplorer's d_k slider changes the heatmap; speaker notes hidden.
+MathJax; every picture loaded; every widget rendered as a widget, never as its text form;
+moving the DecodeStepper's t slider and the ScaledDotExplorer's d_k slider changes the heatmap;
+speaker notes hidden.  The small fixture deck (tests/e2e/fixtures) proves the same machinery.
 """
 
 from __future__ import annotations
