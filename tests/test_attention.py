@@ -595,3 +595,14 @@ def test_positional_encoding_odd_d_and_range():
 def test_positional_encoding_rejects_bad_sizes(n, d):
     with pytest.raises(ValueError):
         positional_encoding(n, d)
+
+
+def test_multihead_from_torch_matches_torch_multihead_attention():
+    torch.manual_seed(3)
+    twin = torch.nn.MultiheadAttention(8, 2, batch_first=True)
+    mha = MultiHeadAttention.from_torch(twin)
+    x, memory = torch.randn(2, 4, 8), torch.randn(2, 5, 8)
+    out, weights = mha(x, memory, memory)
+    ref, ref_weights = twin(x, memory, memory, average_attn_weights=False)
+    torch.testing.assert_close(out, ref, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(weights, ref_weights, atol=1e-6, rtol=1e-5)

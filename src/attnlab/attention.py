@@ -403,6 +403,26 @@ class MultiHeadAttention(nn.Module):
         concat = heads.transpose(-3, -2).flatten(-2)  # Concat(head_1..head_h): (..., m, d_model)
         return self.W_o(concat), weights  # (..., m, d_model), (..., h, m, n)
 
+    @classmethod
+    def from_torch(cls, twin: nn.MultiheadAttention) -> MultiHeadAttention:
+        """The same layer as a ``torch.nn.MultiheadAttention`` (with biases), weights copied.
+
+        torch stacks W_q, W_k, W_v into ``in_proj_weight`` (3 d_model, d_model); both compute
+        y = x W^T + b, so the copies give the same outputs and the same per-head weights.
+        """
+        if twin.in_proj_weight is None or twin.in_proj_bias is None:
+            raise ValueError("from_torch needs a MultiheadAttention with in_proj_weight and bias")
+        mha = cls(twin.embed_dim, twin.num_heads, dropout=twin.dropout)
+        w_q, w_k, w_v = twin.in_proj_weight.detach().chunk(3)  # each (d_model, d_model)
+        b_q, b_k, b_v = twin.in_proj_bias.detach().chunk(3)
+        with torch.no_grad():
+            for layer, w, b in ((mha.W_q, w_q, b_q), (mha.W_k, w_k, b_k), (mha.W_v, w_v, b_v)):
+                layer.weight.copy_(w)
+                layer.bias.copy_(b)
+            mha.W_o.weight.copy_(twin.out_proj.weight)
+            mha.W_o.bias.copy_(twin.out_proj.bias)
+        return mha
+
     def extra_repr(self) -> str:
         return f"d_model={self.d_model}, num_heads={self.num_heads}"
 
