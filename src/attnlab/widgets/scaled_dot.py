@@ -119,27 +119,11 @@ class ScaledDotExplorer(BaseWidget):
         self.fig = new_figure(12.0, 4.4, dpi=80, layout="constrained")
         axes = self.fig.subplots(1, 3)
         labels = {"xlabel": "keys k_i", "ylabel": "queries q_t"}
+        # both score panels: a diverging map centred on 0, masked scores in grey
+        scores = {"cmap": "RdBu_r", "vmin": -SCORE_RANGE, "vmax": SCORE_RANGE, "extend": "both"}
         self.panels = [
-            Heatmap(
-                axes[0],
-                r"$QK^\top$",
-                cmap="RdBu_r",
-                vmin=-SCORE_RANGE,
-                vmax=SCORE_RANGE,
-                extend="both",
-                bad="0.85",  # masked scores in grey
-                **labels,
-            ),
-            Heatmap(
-                axes[1],
-                r"$QK^\top / \sqrt{d_k}$",
-                cmap="RdBu_r",
-                vmin=-SCORE_RANGE,
-                vmax=SCORE_RANGE,
-                extend="both",
-                bad="0.85",  # masked scores in grey
-                **labels,
-            ),
+            Heatmap(axes[0], r"$QK^\top$", bad="0.85", **scores, **labels),
+            Heatmap(axes[1], r"$QK^\top / \sqrt{d_k}$", bad="0.85", **scores, **labels),
             Heatmap(axes[2], "", **labels),
         ]
         self._layout: tuple = ()  # what the cached background shows: tokens and titles
