@@ -20,12 +20,27 @@ RUN_ALL_TIMEOUT_S = 300  # the deck runs in about 30 s on 2 cores; generous for 
 
 def open_slideshow(page, lab, deck: slides.Deck) -> None:
     page.goto(lab.page_url("rise", deck.path))
-    page.wait_for_selector(".reveal.ready", timeout=90_000)
-    # The notebook toolbar exists (hidden) in the slideshow.
-    page.wait_for_selector(
-        'jp-button[data-command="notebook:restart-run-all"]', state="attached", timeout=60_000
-    )
-    wait_for_idle_kernel(lab, deck.path)
+    for attempt in (1, 2):
+        page.wait_for_selector(".reveal.ready", timeout=90_000)
+        # The notebook toolbar exists (hidden) in the slideshow.
+        page.wait_for_selector(
+            'jp-button[data-command="notebook:restart-run-all"]', state="attached", timeout=60_000
+        )
+        try:
+            wait_for_idle_kernel(lab, deck.path, timeout_s=60 if attempt == 1 else 90)
+            return
+        except AssertionError as err:
+            # Once in a few CI runs on a loaded 2-core machine the page never asked the server
+            # for a kernel session.  Keep what the page showed, then reload it once: what is
+            # tested (every cell runs in the slideshow) stays the same.
+            shot = slides.ARTIFACTS / deck.name / f"no-kernel-{attempt}.png"
+            page.screenshot(path=str(shot))
+            dialogs = page.eval_on_selector_all(".jp-Dialog", "ds => ds.map(d => d.innerText)")
+            problem = f"{err}; dialogs on the page: {dialogs}; screenshot {shot}"
+            if attempt == 2:
+                raise AssertionError(f"{problem}\nserver log:\n{lab.log_tail()}") from None
+            print(f"reloading the slideshow: {problem}")
+            page.reload()
 
 
 def wait_for_idle_kernel(lab, path: str, timeout_s: float = 90) -> None:
