@@ -201,7 +201,7 @@ h = torch.randn(n, d)  # h_1..h_n: encoder states, (n, d)
 s_prev = torch.randn(1, d)  # s_{t-1}: one decoder state, (1, d)
 score = A.GeneralScore(d, d)  # s^T W_a h
 c_t, alpha = A.attention(s_prev, h, h, score)  # c_t = sum_i alpha_{t,i} h_i
-alpha.detach().round(decimals=3), alpha.sum().item()
+alpha.detach().round(decimals=3), round(alpha.sum().item(), 6)  # rows sum to 1
 """,
 )
 md(
