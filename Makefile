@@ -45,14 +45,15 @@ pics: setup
 	$(BIN)/python -m attnlab.figures --out pics
 
 train: setup
-	$(BIN)/python -m attnlab.train --all
-	$(BIN)/python -m attnlab.experiments.length
+	$(BIN)/python -m attnlab.train --all --replace-shipped
+	$(BIN)/python -m attnlab.experiments.length --replace-shipped
 
 bench: setup
 	$(BIN)/python benchmarks/attention.py
 	$(BIN)/python benchmarks/training.py
 	$(BIN)/python benchmarks/widgets.py
 	$(BIN)/python benchmarks/deck.py
+	$(BIN)/python benchmarks/slider_latency.py
 
 html: setup
 	$(BIN)/python scripts/export_html.py

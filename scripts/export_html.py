@@ -215,6 +215,16 @@ def export(notebook: Path, out: Path, run: bool = True, timeout: int = 600) -> P
     return target
 
 
+def size_line(target: Path) -> str:
+    """The export's size: the html file (pictures and widget frames inside) and with lib/."""
+    mib = 1024 * 1024
+    folder = sum(f.stat().st_size for f in target.parent.rglob("*") if f.is_file())
+    return (
+        f"size: {target.stat().st_size / mib:.1f} MiB {target.name}, "
+        f"{folder / mib:.1f} MiB with lib/ (the whole folder {target.parent.name}/)"
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--notebook", type=Path, default=DECK)
@@ -224,6 +234,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     target = export(args.notebook.resolve(), args.out.resolve(), not args.no_execute, args.timeout)
     print(f"slides: {target}\nopen it in a browser (file://{target}); it needs no network")
+    print(size_line(target))
     return 0
 
 

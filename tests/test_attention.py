@@ -124,20 +124,21 @@ def test_general_score_with_identity_is_the_dot_score():
 
 def test_additive_score_with_hand_set_W_U_v():
     score = AdditiveScore(2, 2, 2)
+    assert score.W.bias is None and score.U.bias is None and score.v.bias is None  # no bias
+    assert sum(p.numel() for p in score.parameters()) == 4 + 4 + 2  # W, U, v only
     with torch.no_grad():
         score.W.weight.copy_(torch.eye(2))
         score.U.weight.copy_(t([[0.0, 1.0], [1.0, 0.0]]))  # U swaps the coordinates of h
-        score.U.bias.copy_(t([0.1, -0.2]))
         score.v.weight.copy_(t([[2.0, 1.0]]))
     s = t([[0.5, 0.0]])  # (m=1, d_q=2)
     h = t([[0.0, 0.5], [1.0, -1.0]])  # (n=2, d_k=2)
-    # v^T tanh(W s + U h + b):  W s = (0.5, 0)
-    # h_1: U h = (0.5, 0)  -> tanh(0.5 + 0.5 + 0.1), tanh(0 + 0 - 0.2)
-    # h_2: U h = (-1, 1)   -> tanh(0.5 - 1 + 0.1),  tanh(0 + 1 - 0.2)
+    # v^T tanh(W s + U h):  W s = (0.5, 0)
+    # h_1: U h = (0.5, 0)  -> tanh(0.5 + 0.5), tanh(0 + 0)
+    # h_2: U h = (-1, 1)   -> tanh(0.5 - 1),  tanh(0 + 1)
     expected = [
         [
-            2 * math.tanh(1.1) + 1 * math.tanh(-0.2),
-            2 * math.tanh(-0.4) + 1 * math.tanh(0.8),
+            2 * math.tanh(1.0) + 1 * math.tanh(0.0),
+            2 * math.tanh(-0.5) + 1 * math.tanh(1.0),
         ]
     ]
     close(score(s, h), expected)
@@ -606,3 +607,119 @@ def test_multihead_from_torch_matches_torch_multihead_attention():
     ref, ref_weights = twin(x, memory, memory, average_attn_weights=False)
     torch.testing.assert_close(out, ref, atol=1e-5, rtol=1e-5)
     torch.testing.assert_close(weights, ref_weights, atol=1e-6, rtol=1e-5)
+
+
+@pytest.mark.parametrize(
+    "kwargs, named",
+    [
+        ({"add_bias_kv": True}, "add_bias_kv"),
+        ({"add_zero_attn": True}, "add_zero_attn"),
+        ({"kdim": 4}, "kdim=4"),
+        ({"vdim": 6}, "vdim=6"),
+        ({"bias": False}, "bias=False"),
+    ],
+)
+def test_from_torch_refuses_what_it_cannot_copy(kwargs, named):
+    twin = torch.nn.MultiheadAttention(8, 2, batch_first=True, **kwargs)
+    with pytest.raises(ValueError, match=named) as excinfo:
+        MultiHeadAttention.from_torch(twin)
+    assert "\n" not in str(excinfo.value)
+
+
+def test_from_torch_refuses_a_non_multihead_module():
+    with pytest.raises(TypeError, match="MultiheadAttention"):
+        MultiHeadAttention.from_torch(torch.nn.Linear(4, 4))
+
+
+@pytest.mark.parametrize("training", [True, False])
+def test_from_torch_keeps_the_train_or_eval_mode(training):
+    twin = torch.nn.MultiheadAttention(8, 2, dropout=0.5, batch_first=True).train(training)
+    mha = MultiHeadAttention.from_torch(twin)
+    assert mha.training is training and mha.dropout.p == 0.5
+    if not training:  # eval: no dropout, so the outputs agree exactly
+        x = torch.randn(1, 3, 8)
+        torch.testing.assert_close(mha(x, x, x)[0], twin(x, x, x)[0], atol=1e-5, rtol=1e-5)
+
+
+F32, F64, I64 = torch.float32, torch.float64, torch.int64
+
+
+def _calls(q, k, v):
+    """Every public entry point of the attention core on (q, k, v) of the same shape (1, 2, 4)."""
+    mha = MultiHeadAttention(4, 2)
+    return {
+        "dot_score": lambda: dot_score(q, k),
+        "scaled_dot_score": lambda: scaled_dot_score(q, k),
+        "GeneralScore": lambda: GeneralScore(4, 4)(q, k),
+        "AdditiveScore": lambda: AdditiveScore(4, 4, 3)(q, k),
+        "masked_softmax": lambda: masked_softmax(q),
+        "attention": lambda: attention(q, k, v),
+        "scaled_dot_product_attention": lambda: scaled_dot_product_attention(q, k, v),
+        "MultiHeadAttention": lambda: mha(q, k, v),
+    }
+
+
+@pytest.mark.parametrize(
+    "dtypes",
+    [(I64, I64, I64), (F32, F64, F32), (F32, F32, F64), (torch.int32, F32, F32), (F64, I64, F64)],
+)
+def test_integer_or_mixed_dtypes_are_a_value_error_naming_them(dtypes):
+    q, k, v = (torch.ones(1, 2, 4).to(d) for d in dtypes)
+    for name, call in _calls(q, k, v).items():
+        if name == "masked_softmax" and dtypes[0].is_floating_point:
+            continue  # one input: nothing to mix
+        if name in ("dot_score", "scaled_dot_score", "GeneralScore", "AdditiveScore") and (
+            dtypes[0] == dtypes[1] and dtypes[0].is_floating_point
+        ):
+            continue  # these read only q and k
+        with pytest.raises(ValueError) as excinfo:
+            call()
+        message = str(excinfo.value)
+        assert "\n" not in message, name
+        assert any(str(d) in message for d in set(dtypes) - {F32}), (name, message)
+
+
+def test_float64_throughout_is_fine_but_not_against_float32_weights():
+    q = torch.randn(1, 2, 4, dtype=F64)
+    for name, call in _calls(q, q, q).items():
+        if name in ("GeneralScore", "AdditiveScore", "MultiHeadAttention"):  # float32 weights
+            with pytest.raises(ValueError, match="torch.float32.*torch.float64"):
+                call()
+        else:
+            assert call()[0].dtype == F64
+
+
+def test_additive_score_precompute_gives_the_same_scores():
+    torch.manual_seed(0)
+    score = AdditiveScore(3, 5, 4)
+    q, k = torch.randn(2, 6, 3), torch.randn(2, 7, 5)
+    Uh = score.precompute(k)  # U h_i once per source: (B, n, d_attn)
+    assert Uh.shape == (2, 7, 4)
+    torch.testing.assert_close(score(q, k, Uh=Uh), score(q, k))
+    with torch.no_grad():  # and it is U h_i, nothing else (no bias)
+        torch.testing.assert_close(Uh, k @ score.U.weight.T)
+
+
+def test_attention_reads_masked_softmax_through_the_module_global():
+    from unittest import mock
+
+    q = torch.randn(1, 2, 4)
+    fake = mock.Mock(side_effect=lambda s, m=None: torch.full_like(s, 0.5))
+    with mock.patch.object(A, "masked_softmax", fake):
+        context, alpha = attention(q, q, q)
+        assert fake.call_count == 1 and bool((alpha == 0.5).all())
+        scaled_dot_product_attention(q, q, q)
+        MultiHeadAttention(4, 2)(q, q, q)
+    assert fake.call_count == 3
+
+
+def test_multi_head_attention_calls_the_module_global_scaled_dot_product_attention():
+    from unittest import mock
+
+    x = torch.randn(1, 3, 4)
+    with mock.patch.object(
+        A, "scaled_dot_product_attention", side_effect=scaled_dot_product_attention
+    ) as spy:
+        MultiHeadAttention(4, 2)(x, x, x, causal_mask(3))
+    (((Q, K, V, mask), _),) = spy.call_args_list
+    assert Q.shape == K.shape == V.shape == (1, 2, 3, 2) and mask.shape == (3, 3)

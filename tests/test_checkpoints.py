@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import pickle
+import re
 import shutil
 import subprocess
 import sys
@@ -14,20 +16,22 @@ import torch
 
 import attnlab
 from attnlab import checkpoints
+from attnlab.batches import evaluate
 from attnlab.checkpoints import CHECKPOINT_DIR, SHIPPED, CheckpointError
 from attnlab.data import dates
-from attnlab.train import TEST_SEED_OFFSET, evaluate
+from attnlab.recipes import TEST_SEED_OFFSET
 
 CARD_FIELDS = {
     "kind", "task", "config", "src_vocab", "tgt_vocab", "seed", "steps", "train_seconds",
-    "heldout_accuracy", "torch_version", "weights_sha256",
+    "heldout_accuracy", "torch_version", "weights_sha256", "weights_file", "checksum", "format",
 }  # fmt: skip
 KINDS = {"rnnenc": "rnnencdec", "rnnsearch": "rnnsearch", "transformer": "transformer"}
 
 
 @pytest.mark.parametrize("name", SHIPPED)
 def test_every_shipped_model_loads_small_and_fast(name):
-    weights = CHECKPOINT_DIR / f"{name}.safetensors"
+    weights = checkpoints.weights_path(name)
+    assert weights.parent == CHECKPOINT_DIR and weights.name.startswith(f"{name}.")
     assert weights.stat().st_size <= 1_000_000
     assert (CHECKPOINT_DIR / f"{name}.json").stat().st_size <= 1_000_000
     start = time.perf_counter()
@@ -67,17 +71,34 @@ def test_unknown_name_lists_the_names():
         assert name in str(err.value)
 
 
+def copy_of(name: str, folder) -> None:
+    shutil.copy(CHECKPOINT_DIR / f"{name}.json", folder)
+    shutil.copy(checkpoints.weights_path(name), folder)
+
+
 @pytest.fixture
 def copy_dir(tmp_path):
-    for suffix in (".json", ".safetensors"):
-        shutil.copy(CHECKPOINT_DIR / f"rnnsearch-dates{suffix}", tmp_path)
+    copy_of("rnnenc-dates", tmp_path)
     return tmp_path
 
 
+def card_of(folder) -> dict:
+    return json.loads((folder / "rnnenc-dates.json").read_text())
+
+
+def write_card(folder, card: dict, sign: bool = True) -> None:
+    """Write a (crafted) card, signed as save() would so that only the crafting is tested."""
+    if sign:
+        card = {**card, "checksum": checkpoints.checksum(card)}
+    (folder / "rnnenc-dates.json").write_text(json.dumps(card))
+
+
 def test_a_copied_checkpoint_loads_by_path_and_by_folder(copy_dir):
-    a = checkpoints.load(copy_dir / "rnnsearch-dates.safetensors")
-    b = checkpoints.load("rnnsearch-dates", directory=copy_dir)
-    assert a.translate("3 May 1979") == b.translate("3 May 1979") == "1979-05-03"
+    weights = copy_dir / card_of(copy_dir)["weights_file"]
+    a = checkpoints.load(weights)
+    b = checkpoints.load("rnnenc-dates", directory=copy_dir)
+    c = checkpoints.load(copy_dir / "rnnenc-dates.json")
+    assert a.translate("3 May 1979") == b.translate("3 May 1979") == c.translate("3 May 1979")
 
 
 @pytest.mark.parametrize(
@@ -90,37 +111,207 @@ def test_a_copied_checkpoint_loads_by_path_and_by_folder(copy_dir):
     ],
 )
 def test_a_corrupted_weights_file_is_refused_naming_it(copy_dir, damage):
-    path = copy_dir / "rnnsearch-dates.safetensors"
+    path = copy_dir / card_of(copy_dir)["weights_file"]
     path.write_bytes(damage(path.read_bytes()))
-    with pytest.raises(CheckpointError, match="rnnsearch-dates.safetensors"):
-        checkpoints.load("rnnsearch-dates", directory=copy_dir)
+    with pytest.raises(CheckpointError, match=re.escape(path.name)):
+        checkpoints.load("rnnenc-dates", directory=copy_dir)
 
 
-def test_corrupted_weights_without_a_checksum_are_still_refused(copy_dir):
-    card = json.loads((copy_dir / "rnnsearch-dates.json").read_text())
-    del card["weights_sha256"]
-    (copy_dir / "rnnsearch-dates.json").write_text(json.dumps(card))
-    path = copy_dir / "rnnsearch-dates.safetensors"
-    path.write_bytes(path.read_bytes()[:5000])
-    with pytest.raises(CheckpointError, match="rnnsearch-dates.safetensors"):
-        checkpoints.load("rnnsearch-dates", directory=copy_dir)
+def test_a_card_without_a_checksum_is_refused(copy_dir):
+    card = card_of(copy_dir)
+    del card["checksum"]
+    write_card(copy_dir, card, sign=False)
+    with pytest.raises(CheckpointError, match="rnnenc-dates.json.*no checksum"):
+        checkpoints.load("rnnenc-dates", directory=copy_dir)
+
+
+def test_the_checksum_covers_the_card(copy_dir):
+    """Swapping two characters of a vocabulary used to load silently and translate wrongly."""
+    card = card_of(copy_dir)
+    vocab = card["tgt_vocab"]
+    vocab[0], vocab[1] = vocab[1], vocab[0]
+    write_card(copy_dir, card, sign=False)
+    with pytest.raises(CheckpointError, match="rnnenc-dates.json.*checksum does not match"):
+        checkpoints.load("rnnenc-dates", directory=copy_dir)
+
+
+def test_the_checksum_binds_the_card_to_its_weights(copy_dir):
+    """Another model's weights under this card's file name are refused."""
+    card = card_of(copy_dir)
+    other = checkpoints.weights_path("transformer-dates")
+    shutil.copy(other, copy_dir / card["weights_file"])
+    with pytest.raises(CheckpointError, match="SHA-256 does not match"):
+        checkpoints.load("rnnenc-dates", directory=copy_dir)
 
 
 def test_a_corrupted_card_is_refused_naming_it(copy_dir):
-    card = copy_dir / "rnnsearch-dates.json"
+    card = copy_dir / "rnnenc-dates.json"
     card.write_text("{ not json")
-    with pytest.raises(CheckpointError, match="rnnsearch-dates.json"):
-        checkpoints.load("rnnsearch-dates", directory=copy_dir)
+    with pytest.raises(CheckpointError, match="rnnenc-dates.json"):
+        checkpoints.load("rnnenc-dates", directory=copy_dir)
     card.write_text(json.dumps({"kind": "rnnsearch", "config": {"no_such_field": 1}}))
-    with pytest.raises(CheckpointError, match="rnnsearch-dates.json"):
-        checkpoints.load("rnnsearch-dates", directory=copy_dir)
+    with pytest.raises(CheckpointError, match="rnnenc-dates.json"):
+        checkpoints.load("rnnenc-dates", directory=copy_dir)
 
 
-@pytest.mark.parametrize("missing", [".safetensors", ".json"])
+CRAFTED = {
+    "negative size": {"config": {"emb": -3}},
+    "zero size": {"config": {"dec_hidden": 0}},
+    "huge size": {"config": {"enc_hidden": 10**9}},
+    "size as text": {"config": {"emb": "32"}},
+    "size as float": {"config": {"emb": 32.0}},
+    "size as bool": {"config": {"emb": True}},
+    "huge max length": {"config": {"max_tgt_len": 10**6}},
+    "unknown field": {"config": {"num_layers": 1_000_000}},
+    "config not an object": {"config": [1, 2]},
+    "unknown kind": {"kind": "lstm"},
+    "kind not text": {"kind": ["rnnsearch"]},
+    "score not a score": {"config": {"score": "cosine"}},
+    "repeated vocabulary character": {"src_vocab": ["a", "a", "b"]},
+    "vocabulary of words": {"tgt_vocab": ["ab", "c"]},
+    "vocabulary not a list": {"tgt_vocab": "0123456789-"},
+    "empty vocabulary": {"tgt_vocab": []},
+    "huge vocabulary": {"tgt_vocab": [chr(0x4E00 + i) for i in range(5000)]},
+    "weights outside the folder": {"weights_file": "../../etc/passwd"},
+    "accuracy not a number": {"heldout_accuracy": "99%"},
+    "steps negative": {"steps": -1},
+}
+
+
+@pytest.mark.parametrize("change", CRAFTED.values(), ids=CRAFTED.keys())
+def test_a_crafted_card_is_refused_fast_naming_it(copy_dir, change):
+    card = card_of(copy_dir)
+    for key, value in change.items():
+        card[key] = {**card[key], **value} if key == "config" and isinstance(value, dict) else value
+    write_card(copy_dir, card)
+    start = time.perf_counter()
+    with pytest.raises(CheckpointError, match="rnnenc-dates"):
+        checkpoints.load("rnnenc-dates", directory=copy_dir)
+    assert time.perf_counter() - start < 2.0
+
+
+def test_a_transformer_card_with_a_million_layers_or_odd_heads_is_refused(tmp_path):
+    copy_of("transformer-dates", tmp_path)
+    path = tmp_path / "transformer-dates.json"
+    for change in ({"num_layers": 1_000_000}, {"num_heads": 3}, {"d_model": 4096, "d_ff": 4096}):
+        card = json.loads(path.read_text())
+        card["config"].update(change)
+        path.write_text(json.dumps({**card, "checksum": checkpoints.checksum(card)}))
+        start = time.perf_counter()
+        with pytest.raises(CheckpointError, match="transformer-dates"):
+            checkpoints.load("transformer-dates", directory=tmp_path)
+        assert time.perf_counter() - start < 2.0
+
+
+def test_deeply_nested_or_huge_cards_are_refused_fast(copy_dir):
+    path = copy_dir / "rnnenc-dates.json"
+    for text, why in [
+        ("[" * 200_000 + "]" * 200_000, "nested too deeply"),
+        ('{"a": "' + "x" * 2_000_000 + '"}', "larger than"),
+        ('{"a": NaN}', "not a JSON number"),
+        ("\xff\xfe", ""),
+    ]:
+        path.write_bytes(text.encode("latin-1"))
+        start = time.perf_counter()
+        with pytest.raises(CheckpointError, match=f"rnnenc-dates.json.*{why}"):
+            checkpoints.load("rnnenc-dates", directory=copy_dir)
+        assert time.perf_counter() - start < 2.0
+
+
+@pytest.mark.parametrize("missing", ["weights", ".json"])
 def test_a_missing_file_is_named(copy_dir, missing):
-    (copy_dir / f"rnnsearch-dates{missing}").unlink()
-    with pytest.raises(FileNotFoundError, match=f"rnnsearch-dates\\{missing}"):
-        checkpoints.load("rnnsearch-dates", directory=copy_dir)
+    weights = copy_dir / card_of(copy_dir)["weights_file"]
+    (weights if missing == "weights" else copy_dir / "rnnenc-dates.json").unlink()
+    name = weights.name if missing == "weights" else "rnnenc-dates.json"
+    with pytest.raises(FileNotFoundError, match=re.escape(name)):
+        checkpoints.load("rnnenc-dates", directory=copy_dir)
+
+
+# --------------------------------------------------------------------------- saving
+def states_equal(a, b) -> bool:
+    sa, sb = a.state_dict(), b.state_dict()
+    return sa.keys() == sb.keys() and all(torch.equal(sa[k], sb[k]) for k in sa)
+
+
+@pytest.fixture
+def old_and_new(copy_dir):
+    """The checkpoint in copy_dir (old) and a different model to save over it (new)."""
+    old = checkpoints.load("rnnenc-dates", directory=copy_dir)
+    new = checkpoints.load("rnnenc-dates", directory=copy_dir)
+    with torch.no_grad():
+        next(new.parameters()).add_(1.0)
+    return old, new
+
+
+def leftovers(folder) -> list[str]:
+    return sorted(p.name for p in folder.iterdir() if p.name.endswith(".tmp"))
+
+
+def test_a_reader_sees_the_old_pair_or_the_new_pair_never_a_mix(copy_dir, old_and_new, monkeypatch):
+    old, new = old_and_new
+    seen = []
+    write = checkpoints.write_atomic
+
+    def write_and_read(path, data):  # load between every two steps of the save
+        seen.append(checkpoints.load("rnnenc-dates", directory=copy_dir))
+        write(path, data)
+        seen.append(checkpoints.load("rnnenc-dates", directory=copy_dir))
+
+    monkeypatch.setattr(checkpoints, "write_atomic", write_and_read)
+    checkpoints.save(new, "rnnenc-dates", old.card, directory=copy_dir)
+    assert len(seen) == 4
+    assert all(states_equal(m, old) for m in seen[:3]) and states_equal(seen[3], new)
+    after = checkpoints.load("rnnenc-dates", directory=copy_dir)
+    assert states_equal(after, new)
+    assert len(list(copy_dir.glob("*.safetensors"))) == 1  # the old weights are gone
+
+
+def test_a_load_that_races_a_save_reads_the_card_again(copy_dir, old_and_new, monkeypatch):
+    old, new = old_and_new
+    read = checkpoints._read_weights
+    calls = []
+
+    def save_in_between(path):  # the card was read; now a save replaces the pair
+        if not calls:
+            checkpoints.save(new, "rnnenc-dates", old.card, directory=copy_dir)
+        calls.append(path)
+        return read(path)
+
+    monkeypatch.setattr(checkpoints, "_read_weights", save_in_between)
+    got = checkpoints.load("rnnenc-dates", directory=copy_dir)
+    assert len(calls) == 2 and states_equal(got, new)
+
+
+@pytest.mark.parametrize("error", [OSError("disk full"), KeyboardInterrupt()])
+@pytest.mark.parametrize("failing", ["weights", "card"])
+def test_a_failed_or_interrupted_save_leaves_the_old_pair_and_no_temporary_file(
+    copy_dir, old_and_new, monkeypatch, error, failing
+):
+    old, new = old_and_new
+    before = sorted(p.name for p in copy_dir.iterdir())
+    fsync = os.fsync
+    calls = []
+
+    def fail_midway(fd):  # the temporary file is half written when this happens
+        calls.append(fd)
+        if (failing == "weights") == (len(calls) == 1):
+            raise error
+        fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fail_midway)
+    with pytest.raises(type(error)):
+        checkpoints.save(new, "rnnenc-dates", old.card, directory=copy_dir)
+    assert sorted(p.name for p in copy_dir.iterdir()) == before
+    assert leftovers(copy_dir) == []
+    assert states_equal(checkpoints.load("rnnenc-dates", directory=copy_dir), old)
+
+
+def test_save_refuses_a_bad_name(tmp_path):
+    model = attnlab.load("rnnenc-dates")
+    for name in ("../escape", "a/b", "", "x" * 200, "a.b"):
+        with pytest.raises(ValueError, match="checkpoint name"):
+            checkpoints.save(model, name, model.card, directory=tmp_path)
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_loading_never_unpickles(monkeypatch):
@@ -134,7 +325,7 @@ def test_loading_never_unpickles(monkeypatch):
     for name in SHIPPED:
         assert attnlab.load(name).kind
     # safetensors: an 8-byte header length, then a JSON header (no pickle opcodes).
-    raw = (CHECKPOINT_DIR / "rnnsearch-dates.safetensors").read_bytes()
+    raw = checkpoints.weights_path("rnnsearch-dates").read_bytes()
     header = int.from_bytes(raw[:8], "little")
     assert json.loads(raw[8 : 8 + header])
 
@@ -143,10 +334,9 @@ def test_save_then_load_round_trips(tmp_path):
     model = attnlab.load("rnnsearch-dates")
     checkpoints.save(model, "copy", {**model.card, "name": "copy"}, directory=tmp_path)
     again = checkpoints.load("copy", directory=tmp_path)
-    for (k, a), (k2, b) in zip(
-        model.state_dict().items(), again.state_dict().items(), strict=False
-    ):
-        assert k == k2 and torch.equal(a, b)
+    assert states_equal(model, again)
+    assert again.card["checksum"] == checkpoints.checksum(again.card)
+    assert leftovers(tmp_path) == []
 
 
 def test_import_attnlab_is_light():

@@ -9,6 +9,7 @@ exercises notebook is wired to the checks.
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -66,6 +67,29 @@ def sdpa_ok(Q, K, V, mask=None):
     return weights @ V, weights
 
 
+def split_heads(x, h):
+    B, T, d = x.shape
+    return x.view(B, T, h, d // h).transpose(1, 2)  # (B, h, T, d_k)
+
+
+def mha_ok(query, key, value, W_q, W_k, W_v, W_o, num_heads, mask=None):
+    Q, K, V = (split_heads(W(x), num_heads) for W, x in ((W_q, query), (W_k, key), (W_v, value)))
+    if mask is not None and mask.dim() == 3:
+        mask = mask.unsqueeze(1)  # (B, 1, 1, n): the same for every head
+    heads, weights = sdpa_ok(Q, K, V, mask)  # (B, h, m, d_k)
+    B, h, m, d_k = heads.shape
+    return W_o(heads.transpose(1, 2).reshape(B, m, h * d_k)), weights
+
+
+def pe_ok(n, d):
+    pos = torch.arange(n, dtype=torch.float64)[:, None]
+    freq = 10000.0 ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)  # 1 / 10000^(2i/d)
+    pe = torch.zeros(n, d)
+    pe[:, 0::2] = torch.sin(pos * freq)
+    pe[:, 1::2] = torch.cos(pos * freq)
+    return pe
+
+
 CORRECT = {
     "dot_score": dot_ok,
     "general_score": general_ok,
@@ -73,6 +97,8 @@ CORRECT = {
     "masked_softmax": softmax_ok,
     "decode_step": decode_ok,
     "scaled_dot_product_attention": sdpa_ok,
+    "multi_head_attention": mha_ok,
+    "positional_encoding": pe_ok,
 }
 
 
@@ -170,8 +196,84 @@ def sdpa_wrong_output(Q, K, V, mask=None):
     return output + 0.05, weights
 
 
+def mha_split_wrong(query, key, value, W_q, W_k, W_v, W_o, num_heads, mask=None):
+    def split(x):  # (B, T, d) straight to (B, h, T, d_k): mixes positions into heads
+        B, T, d = x.shape
+        return x.reshape(B, num_heads, T, d // num_heads)
+
+    Q, K, V = split(W_q(query)), split(W_k(key)), split(W_v(value))
+    mask = mask.unsqueeze(1) if mask is not None and mask.dim() == 3 else mask
+    heads, weights = sdpa_ok(Q, K, V, mask)
+    B, h, m, d_k = heads.shape
+    return W_o(heads.transpose(1, 2).reshape(B, m, h * d_k)), weights
+
+
+def mha_concat_wrong(query, key, value, W_q, W_k, W_v, W_o, num_heads, mask=None):
+    _, weights = mha_ok(query, key, value, W_q, W_k, W_v, W_o, num_heads, mask)
+    V = split_heads(W_v(value), num_heads)
+    heads = weights @ V  # (B, h, m, d_k)
+    return W_o(heads.reshape(query.shape)), weights  # no transpose back before the reshape
+
+
+def mha_no_output_projection(query, key, value, W_q, W_k, W_v, W_o, num_heads, mask=None):
+    return mha_ok(query, key, value, W_q, W_k, W_v, torch.nn.Identity(), num_heads, mask)
+
+
+def mha_scaled_by_d_model(query, key, value, W_q, W_k, W_v, W_o, num_heads, mask=None):
+    Q, K, V = (split_heads(W(x), num_heads) for W, x in ((W_q, query), (W_k, key), (W_v, value)))
+    mask = mask.unsqueeze(1) if mask is not None and mask.dim() == 3 else mask
+    weights = softmax_ok(Q @ K.transpose(-2, -1) / math.sqrt(query.shape[-1]), mask)
+    heads = weights @ V
+    B, h, m, d_k = heads.shape
+    return W_o(heads.transpose(1, 2).reshape(B, m, h * d_k)), weights
+
+
+def mha_mask_not_broadcast(query, key, value, W_q, W_k, W_v, W_o, num_heads, mask=None):
+    Q, K, V = (split_heads(W(x), num_heads) for W, x in ((W_q, query), (W_k, key), (W_v, value)))
+    heads, weights = sdpa_ok(Q, K, V, mask)  # a (B, 1, n) mask meets (B, h, m, n) scores
+    B, h, m, d_k = heads.shape
+    return W_o(heads.transpose(1, 2).reshape(B, m, h * d_k)), weights
+
+
+def pe_swapped(n, d):
+    pe = pe_ok(n, d)
+    return torch.stack([pe[:, 1::2], pe[:, 0::2]], dim=-1).flatten(-2)  # cos first
+
+
+def pe_halves(n, d):
+    pe = pe_ok(n, d)
+    return torch.cat([pe[:, 0::2], pe[:, 1::2]], dim=-1)
+
+
+def pe_column_frequency(n, d):
+    pos = torch.arange(n, dtype=torch.float32)[:, None]
+    angle = pos / 10000.0 ** (torch.arange(d) / d)  # column j's own frequency j/d
+    pe = torch.sin(angle)
+    pe[:, 1::2] = torch.cos(angle[:, 1::2])
+    return pe
+
+
 # (exercise, wrong answer, category, words the message must contain)
 WRONG = [
+    ("multi_head_attention", raises_not_implemented, "not_implemented", "NotImplementedError"),
+    ("multi_head_attention", mha_split_wrong, "mismatch", "view(B, T, h, d_k)"),
+    ("multi_head_attention", mha_concat_wrong, "mismatch", "transpose(1, 2)"),
+    ("multi_head_attention", mha_no_output_projection, "mismatch", "W_o(concat)"),
+    ("multi_head_attention", mha_scaled_by_d_model, "mismatch", "not by sqrt(d_model)"),
+    ("multi_head_attention", mha_mask_not_broadcast, "exception", "`mask.unsqueeze(1)`"),
+    (
+        "multi_head_attention",
+        lambda *a: mha_ok(*a)[::-1],
+        "wrong_shape",
+        "weights has the wrong shape",
+    ),
+    ("positional_encoding", raises_not_implemented, "not_implemented", "NotImplementedError"),
+    ("positional_encoding", pe_swapped, "mismatch", "swapped"),
+    ("positional_encoding", pe_halves, "mismatch", "Interleave"),
+    ("positional_encoding", pe_column_frequency, "mismatch", "share one frequency"),
+    ("positional_encoding", lambda n, d: pe_ok(n + 1, d)[1:], "mismatch", "start at 0"),
+    ("positional_encoding", lambda n, d: pe_ok(n, d).T, "wrong_shape", "(n, d)"),
+    ("positional_encoding", lambda n, d: pe_ok(n, d).numpy(), "wrong_type", "ndarray"),
     ("dot_score", raises_not_implemented, "not_implemented", "raise NotImplementedError"),
     ("dot_score", raises_value_error, "exception", "ValueError: shapes (3, 4) and (5, 4)"),
     (
@@ -448,7 +550,8 @@ def test_notebook_cells_run_in_both_modes(monkeypatch, solutions):
         monkeypatch.setenv(ENV_VAR, "1")
     namespace: dict = {"__name__": "__notebook__"}
     for cell in notebook_cells():
-        if cell.cell_type == "code":
+        # The experiment trains two models (15 s): `make notebooks` runs it in both modes.
+        if cell.cell_type == "code" and "experiment" not in cell.metadata.get("tags", []):
             exec(compile(cell.source, "<cell>", "exec"), namespace)  # raises if a cell fails
     summary = checks.summary()
     if solutions:
@@ -456,3 +559,190 @@ def test_notebook_cells_run_in_both_modes(monkeypatch, solutions):
     else:
         assert summary.done == 0
         assert all(r.category == "not_implemented" for _, r in summary.results)
+
+
+# --------------------------------------------------------------------------- inside the models
+def additive_no_tanh(s, h, W, U, v):
+    return ((s @ W.T)[:, :, None, :] + (h @ U.T)[:, None, :, :]) @ v
+
+
+def additive_tanh_after_v(s, h, W, U, v):
+    return torch.tanh(additive_no_tanh(s, h, W, U, v))
+
+
+def softmax_over_queries(scores, mask=None):
+    if mask is not None:
+        scores = scores.masked_fill(~mask, NEG_INF)
+    return torch.nan_to_num(torch.softmax(scores, dim=-2))
+
+
+def softmax_nan_when_all_masked(scores, mask=None):
+    return torch.softmax(scores if mask is None else scores.masked_fill(~mask, NEG_INF), -1)
+
+
+# (exercise, wrong answer, category, words the message must contain)
+IN_MODEL_WRONG = [
+    ("dot_score", lambda s, h: dot_ok(s, h) / math.sqrt(s.shape[-1]), "translation", "sqrt(d)"),
+    ("dot_score", lambda s, h: torch.softmax(dot_ok(s, h), -1), "translation", "comes later"),
+    (
+        "general_score",
+        lambda s, h, W: torch.softmax(general_ok(s, h, W), -1),
+        "translation",
+        "comes later",
+    ),
+    ("general_score", lambda s, h, W: general_ok(s, h, W) / 4, "alpha", "max abs"),
+    ("general_score", lambda s, h, W: dot_ok(s @ W, h).mT, "wrong_shape", "h.transpose(-2, -1)"),
+    ("additive_score", additive_no_tanh, "translation", "You left out the tanh"),
+    ("additive_score", additive_tanh_after_v, "translation", "tanh after v"),
+    ("masked_softmax", softmax_over_queries, "translation", "`dim=-1`"),
+    ("masked_softmax", lambda x, m=None: torch.softmax(x, -1), "translation", "not exactly 0"),
+    ("masked_softmax", softmax_nan_when_all_masked, "nan", "no query in these models"),
+    ("masked_softmax", naive_exp_softmax, "nan", "row maximum"),
+    ("decode_step", decode_swapped_concat, "translation", "[y_{t-1}; c_t] in that order"),
+    ("decode_step", decode_no_hidden, "translation", "hidden state"),
+    ("decode_step", decode_uniform, "translation", "alpha differ"),
+    ("scaled_dot_product_attention", sdpa_unscaled, "translation", "forgot to divide"),
+    ("scaled_dot_product_attention", sdpa_columns, "translation", "`dim=-1`"),
+    ("scaled_dot_product_attention", sdpa_no_mask, "translation", "not exactly 0"),
+]
+
+
+@pytest.mark.parametrize("name", checks.IN_MODEL)
+def test_in_model_the_reference_translates_as_the_library(name):
+    result = checks.in_model(name, checks.reference(name))
+    assert result.ok, result.message
+    for model in checks.IN_MODEL[name]:
+        n = checks.IN_MODEL_DATES
+        assert f"In `{model}` on {n} held-out dates" in result.message
+        assert f"{n} of {n} translations identical" in result.message
+    assert "First date that differs" not in result.message
+
+
+@pytest.mark.parametrize("name", ["additive_score", "decode_step", "scaled_dot_product_attention"])
+def test_in_model_a_students_correct_answer_gives_the_models_accuracy(name):
+    result = checks.in_model(name, CORRECT[name])
+    assert result.ok, result.message
+    yours, library = re.search(
+        r"exact match (\S+)% with your function, (\S+)% with", result.message
+    ).groups()
+    assert yours == library and float(library) > 95  # the model's own accuracy
+
+
+@pytest.mark.parametrize(
+    "name, fn, category, words",
+    IN_MODEL_WRONG,
+    ids=[f"{w[0]}-{w[2]}-{i}" for i, w in enumerate(IN_MODEL_WRONG)],
+)
+def test_in_model_each_mistake_is_named(name, fn, category, words):
+    result = checks.in_model(name, fn)
+    assert not result.ok
+    assert result.category == category, result.message
+    assert words in result.message, result.message
+    if category == "translation":  # a broken translation shows both outputs of one date
+        first = re.search(
+            r"First date that differs: '([^']*)' -> yours '([^']*)', the library's '([^']*)'",
+            result.message,
+        )
+        assert first and first.group(2) != first.group(3), result.message
+
+
+def test_in_model_masked_softmax_runs_in_both_models_or_the_one_named():
+    both = checks.in_model("masked_softmax", softmax_ok)
+    assert "`rnnsearch-dates`" in both.message and "`transformer-dates`" in both.message
+    one = checks.in_model("masked_softmax", softmax_ok, model="transformer-dates")
+    assert one.ok and "`rnnsearch-dates`" not in one.message
+    with pytest.raises(ValueError, match="rnnsearch-dates, transformer-dates"):
+        checks.in_model("masked_softmax", softmax_ok, model="rnnenc-dates")
+    with pytest.raises(ValueError, match="in_model runs"):
+        checks.in_model("positional_encoding", pe_ok)
+
+
+def test_in_model_puts_the_library_back_even_after_an_error():
+    from attnlab import attention
+
+    softmax, sdpa = attention.masked_softmax, attention.scaled_dot_product_attention
+    model = checks._reference("rnnsearch-dates").model
+    score, step = model.score, model.step
+
+    def breaks_on_the_third_call(*args, calls=[]):  # noqa: B006 - counts calls
+        calls.append(1)
+        if len(calls) == 3:
+            raise ZeroDivisionError("boom")
+        return checks.reference("decode_step")(*args)
+
+    result = checks.in_model("decode_step", breaks_on_the_third_call)
+    assert result.category == "exception" and "ZeroDivisionError: boom" in result.message
+    assert "inside `rnnsearch-dates`" in result.message.lower()
+    for name in ("additive_score", "masked_softmax", "scaled_dot_product_attention"):
+        checks.in_model(name, raises_value_error)
+    assert attention.masked_softmax is softmax and attention.scaled_dot_product_attention is sdpa
+    assert model.score is score and model.step == step
+
+
+def test_in_model_refuses_to_pass_a_function_the_model_never_called(monkeypatch):
+    from contextlib import nullcontext
+
+    monkeypatch.setattr(checks, "_swapped", lambda *a: nullcontext(checks._Counted(dot_ok)))
+    result = checks.in_model("additive_score", additive_ok)
+    assert not result.ok and "never called your function" in result.message
+
+
+def test_in_model_stops_at_a_function_that_cannot_run():
+    result = checks.in_model("additive_score", raises_not_implemented)
+    assert result.category == "not_implemented"
+    result = checks.in_model("scaled_dot_product_attention", 42)
+    assert result.category == "wrong_type" and "in_model(" in result.message
+
+
+def test_in_model_raises_in_solutions_mode(monkeypatch):
+    monkeypatch.setenv(ENV_VAR, "1")
+    with pytest.raises(AssertionError, match="translations change"):
+        checks.in_model("scaled_dot_product_attention", sdpa_unscaled)
+    assert checks.in_model("scaled_dot_product_attention", sdpa_ok).ok
+
+
+# --------------------------------------------------------------------------- questions
+def test_questions_accept_the_computed_answer_and_name_typical_wrong_ones():
+    from attnlab.paths import longest_path
+
+    assert checks.check_answer("variance_qk", 64).ok
+    assert checks.check_answer("variance_qk", 63.4).ok  # a measured variance is fine
+    assert "standard deviation" in checks.check_answer("variance_qk", 8).message
+    assert checks.check_answer("dilated_path", longest_path("dilated_cnn", 27, 3)).ok
+    wrong = checks.check_answer("dilated_path", longest_path("cnn", 27, 3))
+    assert wrong.category == "wrong_answer" and "plain convolutions" in wrong.message
+    assert checks.check_answer("variance_qk", ...).category == "not_answered"
+    assert checks.check_answer("dilated_path", "3").category == "answer_type"
+
+
+def test_the_month_question_is_answered_by_the_models_alpha():
+    from attnlab.decode import decode
+
+    d = decode(checks._reference("rnnsearch-dates").model, checks.MONTH_DATE)
+    t = d.text.index("-") + 1
+    alpha = d.alpha[0, 0, t]  # (n,) when writing the month's first digit
+    best = d.source_tokens[int(alpha.argmax())]
+    assert checks.check_answer("month_attention", best).ok
+    others = {tok for tok in d.source_tokens if tok != best and len(tok) == 1}
+    for tok in others:
+        result = checks.check_answer("month_attention", tok)
+        assert result.category == "wrong_answer" and best not in result.message.split("Not")[1][:4]
+
+
+def test_the_experiment_question_follows_the_students_measurement():
+    fast, slow = {"accuracy": [0.0, 0.5, 0.9]}, {"accuracy": [0.0, 0.1, 0.8]}
+    assert checks.check_answer("faster_score", "dot", dot=fast, additive=slow).ok
+    assert not checks.check_answer("faster_score", "dot", dot=slow, additive=fast).ok
+    assert checks.check_answer("faster_score", "additive", dot=slow, additive=fast).ok
+    tie = {"accuracy": [0.0, 0.49, 0.91]}
+    assert checks.check_answer("faster_score", "additive", dot=fast, additive=tie).ok
+    missing = checks.check_answer("faster_score", "dot")
+    assert missing.category == "answer_type" and "additive=..." in missing.message
+
+
+def test_questions_in_solutions_mode_check_the_computed_answer(monkeypatch):
+    monkeypatch.setenv(ENV_VAR, "1")
+    for name in ("variance_qk", "dilated_path", "month_attention"):
+        assert checks.check_answer(name, ...).ok
+    fast, slow = {"accuracy": [0.0, 0.5, 0.9]}, {"accuracy": [0.0, 0.1, 0.8]}
+    assert checks.check_answer("faster_score", ..., dot=fast, additive=slow).ok

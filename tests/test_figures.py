@@ -19,7 +19,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from PIL import Image
 
-from attnlab import diagrams, figures
+from attnlab import diagrams, figures, plots
 
 ROOT = Path(__file__).resolve().parents[1]
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -156,30 +156,87 @@ def test_figures_leave_no_pyplot_figures_open():
     assert fig.get_size_inches()[0] > fig.get_size_inches()[1]
 
 
+# ------------------------------------------------------------------- type on the slide
+IMG_WIDTH = re.compile(r'<img\s+src="\.\./pics/([A-Za-z0-9_\-]+)\.png"\s+width="(\d+)%"')
+
+
+@pytest.mark.parametrize("name", sorted(figures.FIGURES))
+def test_every_text_reads_from_the_back_at_the_width_shown(name):
+    """Figure size, dpi and font sizes give the px height of each text on the 1280 px slide."""
+    with figures._style():
+        fig = figures.FIGURES[name]()
+    shown = figures.shown_px(name)
+    sizes = plots.text_sizes(fig, shown)
+    assert sizes, name
+    px, text = min(sizes)
+    assert px >= plots.MIN_TEXT_PX, f"{name}: {text!r} is {px:.1f} px tall at {shown:.0f} px wide"
+
+
+def test_shown_widths_are_the_decks():
+    """The deck shows each picture at the width the size test assumes (or wider)."""
+    shown = {}
+    for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]:
+            source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+            shown.update({m[0]: int(m[1]) for m in IMG_WIDTH.findall(source)})
+    narrower = {
+        n: (w, figures.SHOWN_WIDTH[n]) for n, w in shown.items() if w < figures.SHOWN_WIDTH[n]
+    }
+    assert not narrower, f"shown narrower than figures.SHOWN_WIDTH (deck %, needed %): {narrower}"
+
+
 # ------------------------------------------------------------------- length experiment
-def test_length_figure_draws_the_given_results_with_the_lectures_names():
+def test_length_figure_draws_the_four_curves_with_the_lectures_names():
     results = {
-        "bins": [[5, 10], [11, 20], [21, 30]],
+        "bins": [[5, 10], [11, 20], [21, 30], [31, 40]],
         "models": {
-            "rnnenc-reverse": {"exact_match": [0.7, 0.1, 0.0], "token_accuracy": [0.9, 0.5, 0.3]},
-            "rnnsearch-reverse": {"exact_match": [1.0, 0.98, 0.9], "token_accuracy": [1, 1, 0.97]},
-            "mystery": {"exact_match": [0.5, 0.5, 0.5], "token_accuracy": [0.5, 0.5, 0.5]},
+            "rnnenc-reverse": {"exact_match": [0.7, 0.1, 0.0, 0.0], "token_accuracy": [0.9] * 4},
+            "rnnsearch-reverse": {"exact_match": [1.0, 0.98, 0.9, 0.9], "token_accuracy": [1] * 4},
+            "rnnenc-reverse-30": {"exact_match": [0.6, 0.1, 0.0, 0.0], "token_accuracy": [0.9] * 4},
+            "rnnsearch-reverse-30": {
+                "exact_match": [1.0, 1.0, 0.9, 0.4],
+                "token_accuracy": [1] * 4,
+            },
+            "mystery $x$": {"exact_match": [0.5] * 4, "token_accuracy": [0.5] * 4},
         },
         "config": {
             "models": {
-                "rnnenc-reverse": {"kind": "rnnencdec"},
-                "rnnsearch-reverse": {"kind": "rnnsearch"},
+                "rnnenc-reverse": {"kind": "rnnencdec", "train_lengths": [5, 40]},
+                "rnnsearch-reverse": {"kind": "rnnsearch", "train_lengths": [5, 40]},
+                "rnnenc-reverse-30": {"kind": "rnnencdec", "train_lengths": [5, 30]},
+                "rnnsearch-reverse-30": {"kind": "rnnsearch", "train_lengths": [5, 30]},
             }
         },
     }
     fig = figures.seq2seq_attention_length(results)
     ax = fig.axes[0]
-    lines = {line.get_label(): line.get_ydata() for line in ax.get_lines()}
-    assert set(lines) == {"RNNEncDec (no attention)", "RNNSearch (attention)", "mystery"}
-    np.testing.assert_allclose(lines["RNNEncDec (no attention)"], [0.7, 0.1, 0.0])
-    np.testing.assert_allclose(lines["RNNSearch (attention)"], [1.0, 0.98, 0.9])
+    lines = {line.get_label(): line for line in ax.get_lines()}
+    assert set(lines) == {
+        "RNNEncDec (no attention, trained ≤ 40)",
+        "RNNSearch (attention, trained ≤ 40)",
+        "RNNEncDec (no attention, trained ≤ 30)",
+        "RNNSearch (attention, trained ≤ 30)",
+        r"mystery \$x\$",  # shown literally, not as mathtext
+    }
+    np.testing.assert_allclose(
+        lines["RNNSearch (attention, trained ≤ 30)"].get_ydata(), [1, 1, 0.9, 0.4]
+    )
+    assert lines["RNNSearch (attention, trained ≤ 30)"].get_linestyle() == "--"
+    assert lines["RNNSearch (attention, trained ≤ 40)"].get_linestyle() == "-"
     legend = [t.get_text() for t in ax.get_legend().get_texts()]
-    assert "RNNSearch (attention)" in legend
+    assert "RNNEncDec (no attention, trained ≤ 30)" in legend
+
+
+def test_length_picture_has_the_four_shipped_models():
+    length = pytest.importorskip("attnlab.experiments.length")
+    fig = figures.seq2seq_attention_length(length.load_results())
+    labels = {line.get_label() for line in fig.axes[0].get_lines()}
+    assert {
+        "RNNEncDec (no attention, trained ≤ 60)",
+        "RNNSearch (attention, trained ≤ 60)",
+        "RNNEncDec (no attention, trained ≤ 30)",
+        "RNNSearch (attention, trained ≤ 30)",
+    } <= labels
 
 
 # ---------------------------------------------------------------------- WaveNet paths

@@ -1,12 +1,18 @@
 """The deck's demo helpers (attnlab.lecture) show what the models and the core really do."""
 
+import ast
+import inspect
+import json
+
 import numpy as np
 import pytest
 import torch
 
 import attnlab
-from attnlab import lecture
-from attnlab.decode import steps
+from attnlab import attention as A
+from attnlab import lecture, plots
+from attnlab.checkpoints import CHECKPOINT_DIR
+from attnlab.decode import decode
 
 
 def test_table_renders_html_and_aligned_text():
@@ -18,13 +24,55 @@ def test_table_renders_html_and_aligned_text():
     assert lines[1].index("bb") == lines[2].index("1") == lines[3].index("22")
 
 
-def test_model_table_reports_each_cards_accuracy_and_parameter_count():
-    table = lecture.model_table(["rnnsearch-dates"])
-    (row,) = table.rows
-    model = attnlab.load("rnnsearch-dates")
-    assert row[0] == "rnnsearch-dates"
-    assert row[1] == f"{100 * model.card['heldout_accuracy']:.1f}%"
-    assert row[2] == f"{sum(p.numel() for p in model.parameters()):,}"
+# ----------------------------------------------------------------------------- show_source
+def test_show_source_is_the_installed_code_without_its_docstring():
+    shown = lecture.show_source(A.scaled_dot_product_attention)
+    real = inspect.getsource(A.scaled_dot_product_attention)
+    assert shown.name == "attnlab.attention.scaled_dot_product_attention"
+    doc = A.scaled_dot_product_attention.__doc__
+    assert doc and doc.strip().splitlines()[0] not in shown.code
+    # every line shown is a line of the real source, in order
+    lines = [line for line in shown.code.splitlines() if line.strip()]
+    real_lines = real.splitlines()
+    positions = [real_lines.index(line) for line in lines]
+    assert positions == sorted(positions)
+    ast.parse(shown.code)  # still valid Python
+
+
+def test_show_source_highlights_html_and_keeps_a_plain_text_form():
+    shown = lecture.show_source(A.causal_mask, docstring=True)
+    html = shown._repr_html_()
+    assert "attnlab.attention.causal_mask" in html
+    assert "<span" in html and "style=" in html  # pygments, inline styles (no stylesheet)
+    assert repr(shown).splitlines()[0] == "# attnlab.attention.causal_mask"
+    assert A.causal_mask.__doc__.strip().splitlines()[0] in repr(shown)
+
+
+def test_show_source_works_for_methods_and_says_when_there_is_no_source():
+    shown = lecture.show_source(A.MultiHeadAttention.forward)
+    assert shown.name.endswith("MultiHeadAttention.forward")
+    assert shown.code.startswith("def forward")
+    with pytest.raises(ValueError, match="no Python source"):
+        lecture.show_source(len)
+
+
+# ----------------------------------------------------------------------------- tables
+def test_model_table_reads_accuracy_and_parameters_from_the_cards():
+    table = lecture.model_table(["rnnsearch-dates", "transformer-dates"])
+    for row in table.rows:
+        card = json.loads((CHECKPOINT_DIR / f"{row[0]}.json").read_text())
+        assert row[1] == f"{100 * card['heldout_accuracy']:.1f}%"
+        assert row[2] == f"{card['parameters']:,}"
+
+
+def test_the_cards_parameter_counts_are_the_models():
+    model = attnlab.load("transformer-dates")
+    assert model.card["parameters"] == lecture.count_parameters(model)
+
+
+def test_model_table_names_an_unknown_model():
+    with pytest.raises(ValueError, match="no-such-model"):
+        lecture.model_table(["no-such-model"])
 
 
 def test_reverse_demo_marks_right_and_wrong_answers():
@@ -45,19 +93,95 @@ def test_mark_wrong_counts_wrong_and_missing_digits():
     assert lecture._mark_wrong("12", "1234") == "2/4 digits wrong: 12"
 
 
+# ----------------------------------------------------------------------------- pictures
+def _png(picture) -> bytes:
+    data = picture._repr_png_()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    return data
+
+
+def _smallest_px(picture) -> float:
+    fig = picture.fig
+    return plots.smallest_text(fig, fig.get_figwidth() * fig.dpi)[0]
+
+
 def test_causal_demo_weights_are_zero_above_the_diagonal_and_rows_sum_to_one():
-    _, weights = lecture.causal_demo(n=5)
+    picture = lecture.causal_demo(n=5)
+    weights = picture.data["weights"]
     assert torch.all(weights.triu(diagonal=1) == 0)
     assert torch.allclose(weights.sum(-1), torch.ones(5))
+    assert "future positions = 0.000" in repr(picture)
+    _png(picture)
 
 
-def test_head_grid_draws_one_panel_per_layer_and_head():
+def test_causal_demo_with_an_edited_mask_shows_weight_on_the_future():
+    picture = lecture.causal_demo(A.causal_mask(5).T)  # only the future (and the present)
+    assert picture.data["future"] > 1.0
+    assert f"{picture.data['future']:.3f}" in repr(picture)
+
+
+@pytest.mark.parametrize(
+    ("mask", "says"),
+    [
+        (A.causal_mask(4).float(), "boolean"),
+        (torch.ones(3, 4, dtype=torch.bool), "(n, n)"),
+        ([[True]], "(n, n)"),
+    ],
+)
+def test_causal_demo_with_a_broken_mask_says_why_in_one_line(mask, says):
+    message = lecture.causal_demo(mask)
+    assert isinstance(message, lecture.Message)
+    assert repr(message).startswith("✗") and says in repr(message)
+    assert "\n" not in repr(message)
+
+
+def test_head_grid_shows_the_decodings_cross_attention():
     model = attnlab.load("transformer-dates")
-    fig = lecture.head_grid(model, "3 May 1979")
-    alpha = steps(model, "3 May 1979").__next__().alpha  # (layers, heads, n_src)
-    assert len(fig.axes) == alpha.shape[0] * alpha.shape[1]
-    first = np.asarray(fig.axes[0].images[0].get_array())[0]
-    np.testing.assert_allclose(first, alpha[0, 0], rtol=1e-6)
+    picture = lecture.head_grid(model, "3 May 1979")
+    expected = decode(model, "3 May 1979").alpha
+    np.testing.assert_allclose(picture.data["alpha"], expected)
+    assert "'1979-05-03'" in repr(picture)
+
+
+def test_three_attentions_have_the_causal_triangle_and_rows_summing_to_one():
+    model = attnlab.load("transformer-dates")
+    picture = lecture.three_attentions(model, "30 June 2001")
+    weights = model.attention_weights("30 June 2001")
+    encoder, decoder, cross = picture.data.values()
+    np.testing.assert_allclose(encoder, weights["encoder_self"][-1].mean(0), rtol=1e-6)
+    assert np.all(np.triu(decoder, k=1) == 0)  # masked: no weight on later outputs
+    for w in (encoder, decoder, cross):
+        np.testing.assert_allclose(w.sum(-1), 1.0, atol=1e-5)
+    assert cross.shape == (len(weights["output_tokens"]), len(weights["source_tokens"]))
+    assert _smallest_px(picture) >= plots.MIN_TEXT_PX
+    _png(picture)
+
+
+def test_positional_encoding_picture_peaks_where_it_is_compared():
+    picture = lecture.positional_encoding_picture(n=30, d=32, at=12)
+    assert int(np.argmax(picture.data["similarity"])) == 12
+    torch.testing.assert_close(picture.data["pe"], A.positional_encoding(30, 32))
+    assert _smallest_px(picture) >= plots.MIN_TEXT_PX
+
+
+def test_alignment_failure_marks_the_first_wrong_digit():
+    model = attnlab.load("rnnsearch-reverse")
+    picture = lecture.alignment_failure(model, length=12, seed=1)
+    digits, output, wrong = (picture.data[k] for k in ("digits", "output", "first_wrong"))
+    assert output == model.translate(digits)
+    if output == digits[::-1]:
+        assert wrong is None
+    else:
+        assert output[:wrong] == digits[::-1][:wrong]
+    assert picture.data["alpha"].shape[1] == len(digits) + 1  # the source and its <eos>
+    assert _smallest_px(picture) >= plots.MIN_TEXT_PX
+
+
+def test_first_wrong_finds_a_wrong_extra_or_missing_digit():
+    assert lecture._first_wrong("123", "123") is None
+    assert lecture._first_wrong("124", "123") == 2
+    assert lecture._first_wrong("12", "123") == 2
+    assert lecture._first_wrong("1234", "123") == 3
 
 
 def test_timings_cover_every_length():
@@ -65,9 +189,16 @@ def test_timings_cover_every_length():
     assert timings["n"] == [4, 8]
     assert len(timings["rnn_ms"]) == len(timings["attention_ms"]) == 2
     assert all(t > 0 for t in timings["rnn_ms"] + timings["attention_ms"])
+    _png(lecture.plot_timings(timings))
 
 
-@pytest.mark.parametrize("bad", [["no-such-model"]])
-def test_model_table_names_an_unknown_model(bad):
-    with pytest.raises(ValueError, match="no-such-model"):
-        lecture.model_table(bad)
+def test_lecture_draws_without_pyplot():
+    tree = ast.parse(inspect.getsource(lecture))
+    imported = [a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names]
+    imported += [
+        f"{n.module}.{a.name}"
+        for n in ast.walk(tree)
+        if isinstance(n, ast.ImportFrom)
+        for a in n.names
+    ]
+    assert not [name for name in imported if "pyplot" in name]

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+from unittest import mock
+
 import numpy as np
 import pytest
 import torch
 
 from attnlab.attention import SCORES
+from attnlab.batches import encode_pairs
 from attnlab.data import TASKS, InvalidInput
+from attnlab.registry import MODEL_KINDS, ModelKind, build_model
 from attnlab.seq2seq import RNNConfig, RNNSearch
-from attnlab.train import build_model, encode_pairs
 from attnlab.transformer import Transformer, TransformerConfig
 
 KINDS = ["rnnencdec", "rnnsearch", "transformer"]
@@ -34,7 +37,7 @@ def _model(kind):
     """An untrained model of ``kind`` (built once; the tests only read it)."""
     if kind not in _MODELS:
         torch.manual_seed(0)
-        _MODELS[kind] = build_model(kind, "dates").eval()
+        _MODELS[kind] = build_model(kind, TASK.src_vocab, TASK.tgt_vocab).eval()
     return _MODELS[kind]
 
 
@@ -74,7 +77,7 @@ def test_one_step_shapes(kind, batch):
         assert out.alpha.shape == (B, cfg.num_layers, cfg.num_heads, n)
         assert out.context is None
     else:
-        assert out.alpha.shape == (B, n)
+        assert out.alpha.shape == (B, 1, 1, n)  # RNN models: one layer, one head
     # Weights sum to 1 over the real source tokens and are 0 on padding.
     assert torch.allclose(out.alpha.sum(-1), torch.ones(out.alpha.shape[:-1]), atol=1e-5)
     for i, length in enumerate(batch["src_len"].tolist()):
@@ -82,11 +85,11 @@ def test_one_step_shapes(kind, batch):
     if kind == "rnnsearch":
         assert out.context.shape == (B, 2 * model.config.enc_hidden)
         # c_t = sum_i alpha_{t,i} h_i
-        expected = torch.einsum("bn,bnd->bd", out.alpha, state["h"])
+        expected = torch.einsum("bn,bnd->bd", out.alpha[:, 0, 0], state["h"])
         assert torch.allclose(out.context, expected, atol=1e-5)
     if kind == "rnnencdec":
         last = batch["src_len"] - 1
-        assert torch.equal(out.alpha.argmax(-1), last) and float(out.alpha.max()) == 1.0
+        assert torch.equal(out.alpha[:, 0, 0].argmax(-1), last) and float(out.alpha.max()) == 1.0
 
 
 @pytest.mark.parametrize("score", SCORES)
@@ -188,3 +191,44 @@ def test_transformer_forward_can_return_every_weight(batch):
     # padded source positions get no attention
     for i, length in enumerate(batch["src_len"].tolist()):
         assert float(w["cross"][i, ..., length:].abs().sum()) == 0.0
+
+
+# --------------------------------------------------------------------------- the registry
+def test_the_registry_has_one_spelling_of_each_kind():
+    assert list(MODEL_KINDS) == KINDS
+    for name, entry in MODEL_KINDS.items():
+        assert isinstance(entry, ModelKind) and entry.name == name
+        assert entry.model_class.kind == name
+        model = build_model(name, TASK.src_vocab, TASK.tgt_vocab, entry.config_class())
+        assert isinstance(model, entry.model_class) and model.kind == name
+
+
+def test_build_model_takes_a_config_as_a_dict():
+    model = build_model("rnnsearch", TASK.src_vocab, TASK.tgt_vocab, {"score": "general"})
+    assert model.config.score == "general"
+
+
+@pytest.mark.parametrize(
+    "kind, config",
+    [
+        ("rnnenc", None),  # a checkpoint file name is not a kind
+        ("RNNSearch", None),
+        ("rnnsearch", TransformerConfig()),
+        ("transformer", {"no_such_field": 1}),
+    ],
+)
+def test_build_model_refuses_what_it_cannot_build(kind, config):
+    with pytest.raises(ValueError):
+        build_model(kind, TASK.src_vocab, TASK.tgt_vocab, config)
+
+
+def test_rnnsearch_precomputes_U_h_once_per_source(batch):
+    """The additive score's U h_i is in the state after start(), and not recomputed per step."""
+    model = _model("rnnsearch")
+    with torch.no_grad():
+        state = model.start(batch["src"], batch["src_len"])
+        torch.testing.assert_close(state["Uh"], model.score.U(state["h"]))
+        with mock.patch.object(model.score.U, "forward", side_effect=AssertionError("U h again")):
+            for t in range(3):
+                out = model.step(state, batch["tgt_in"][:, t])
+                state = out.state

@@ -30,11 +30,11 @@ def test_length_curves_draws_one_line_per_model():
         np.testing.assert_allclose(line.get_xdata(), [7.5, 15.5, 25.5, 35.5])  # bin centres
     assert [t.get_text() for t in ax.get_xticklabels()] == ["5-10", "11-20", "21-30", "31-40"]
     assert ax.get_ylabel() == "exact match"
-    # The training range (5-30) is narrower than the tested bins: it is shaded.
-    spans = [p for p in ax.patches if p.get_label().startswith("trained lengths")]
+    # The training range (5-30) is narrower than the tested bins: the lengths beyond it shaded.
+    spans = [p for p in ax.patches if p.get_label().startswith("longer than trained")]
     assert len(spans) == 1
     x0, x1 = spans[0].get_x(), spans[0].get_x() + spans[0].get_width()
-    assert (x0, x1) == (5, 30)
+    assert (x0, x1) == (30, 40)
 
 
 def test_length_curves_token_accuracy_and_given_axes():
@@ -48,7 +48,7 @@ def test_length_curves_token_accuracy_and_given_axes():
 def test_length_curves_no_shading_when_trained_on_every_length():
     results = {**RESULTS, "config": {"train_lengths": [5, 40]}}
     ax = plots.length_curves(results)
-    assert not [p for p in ax.patches if p.get_label().startswith("trained")]
+    assert not [p for p in ax.patches if p.get_label().startswith("longer")]
 
 
 def test_length_curves_rejects_bad_input():
@@ -126,11 +126,112 @@ def test_png_bytes_is_a_png_of_the_figure_size():
     assert image.format == "PNG" and image.size == (150, 100)
 
 
-def test_context_bars():
-    fig = plots.new_figure(4, 2)
-    bars = plots.ContextBars(fig.add_subplot(), size=6)
-    c = np.linspace(-1, 1, 6)
-    bars.set_values(c)
-    np.testing.assert_allclose(bars.bars.get_data().values, c)
-    with pytest.raises(ValueError, match=r"\(6,\)"):
-        bars.set_values(np.zeros(5))
+# --------------------------------------------------------------------------- type sizes
+def test_points_and_shown_px_are_inverse_and_ignore_the_dpi():
+    # A 10 in figure shown 720 px wide: 1 pt = 1 px, whatever the dpi it is rendered at.
+    assert plots.shown_px(14, 10, 720) == pytest.approx(14)
+    assert plots.points(14, 5, 720) == pytest.approx(7)
+    assert plots.shown_px(plots.points(17, 7.3, 901), 7.3, 901) == pytest.approx(17)
+    for dpi in (50, 100, 200):
+        fig = plots.new_figure(10, 2, dpi=dpi)
+        fig.text(0.5, 0.5, "x", fontsize=21)
+        assert plots.smallest_text(fig, 720) == (pytest.approx(21), "x")
+    sizes = plots.TYPE.at(10, 360)  # shown at half the size: twice the points
+    assert sizes.tick == pytest.approx(2 * plots.TYPE.tick)
+    assert plots.TYPE.smallest() >= plots.MIN_TEXT_PX
+
+
+def test_text_sizes_finds_ticks_in_view_legends_and_colorbars():
+    fig = plots.new_figure(6, 3)
+    ax = fig.add_subplot()
+    ax.plot([0, 1], label="a line")
+    ax.set_xticks([0, 0.5, 1])
+    ax.tick_params(labelsize=9)
+    ax.legend(fontsize=20)
+    texts = dict((t, px) for px, t in plots.text_sizes(fig, 6 * 72))
+    assert texts["a line"] == pytest.approx(20)
+    assert texts["0.5"] == pytest.approx(9)  # a tick label
+    assert plots.smallest_text(fig, 6 * 72)[0] == pytest.approx(9)
+
+
+def test_literal_shows_dollars_and_backslashes_as_typed():
+    from matplotlib.text import Text
+
+    for raw in ["$x$", "a\\$b", "\\alpha", "price $5", "<eos>", "$", "\\"]:
+        shown, math = Text(0, 0, "")._preprocess_math(plots.literal(raw))
+        assert (shown, math) == (raw, False), raw
+    assert plots.literal(" ") == "␣"
+
+
+def _heatmap_fig(n_cols: int, n_rows: int, width_px=560, height_px=400):
+    fig, sizes = plots.slide_figure(width_px, height_px)
+    heat = plots.Heatmap(fig.add_subplot(), "t", sizes=sizes)
+    heat.set_labels([f"{i % 10}" for i in range(n_cols)], [f"{i % 10}" for i in range(n_rows)])
+    return fig, heat
+
+
+def test_heatmap_labels_are_never_below_14_px_fewer_instead():
+    fig, heat = _heatmap_fig(60, 64)
+    px, _ = plots.smallest_text(fig, 560)
+    assert px >= plots.MIN_TEXT_PX
+    xt = [t.get_position()[0] for t in heat.ax.get_xticklabels()]
+    assert 2 < len(xt) < 60 and xt[-1] == 59  # every k-th, and the last one (<eos>)
+    fig, heat = _heatmap_fig(8, 6)
+    assert len(heat.ax.get_xticklabels()) == 8 and len(heat.ax.get_yticklabels()) == 6
+
+
+def test_timings_ticks_are_the_measured_lengths_and_do_not_overlap():
+    t = {
+        "n": [16, 32, 64, 128, 256, 512],
+        "rnn_ms": [1, 2, 4, 8, 16, 33],
+        "attention_ms": [0.3, 0.4, 0.6, 1.2, 3, 9],
+    }
+    fig = plots.timings(t, shown_width_px=780)
+    ax = fig.axes[0]
+    fig.canvas.draw()
+    labels = [lab for lab in ax.get_xticklabels() if lab.get_text()]
+    assert [lab.get_text() for lab in labels] == ["16", "32", "64", "128", "256", "512"]
+    boxes = [lab.get_window_extent() for lab in labels]
+    assert all(a.x1 < b.x0 for a, b in zip(boxes, boxes[1:], strict=False))  # apart
+    assert plots.smallest_text(fig, 780)[0] >= plots.MIN_TEXT_PX
+
+
+class _Decoding:
+    def __init__(self, L=2, H=4, T=10, n=11):
+        rng = np.random.default_rng(0)
+        self.alpha = rng.dirichlet(np.ones(n), size=(L, H, T))  # (L, h, T, n)
+        self.source_tokens = [*"3 may 1979", "<eos>"][:n]
+        self.output_tokens = list("1979-05-03")[:T]
+
+
+def test_head_grid_one_panel_per_layer_and_head():
+    d = _Decoding()
+    fig = plots.head_grid(d, shown_width_px=1200)
+    panels = [ax for ax in fig.axes if ax.get_title()]
+    assert [ax.get_title() for ax in panels][:2] == ["layer 1, head 1", "layer 1, head 2"]
+    assert len(panels) == 8
+    np.testing.assert_allclose(panels[5].images[0].get_array()[..., 0].shape, (10, 11))
+    assert plots.smallest_text(fig, 1200)[0] >= plots.MIN_TEXT_PX
+    texts = {t for _, t in plots.text_sizes(fig, 1200)}
+    assert "<eos>" in texts
+
+
+def test_mask_picture_and_training_plot_read_from_the_back():
+    import torch
+
+    from attnlab.attention import causal_mask, scaled_dot_product_attention
+
+    m = causal_mask(6)
+    _, w = scaled_dot_product_attention(
+        torch.randn(6, 8), torch.randn(6, 8), torch.randn(6, 8), mask=m
+    )
+    fig = plots.mask_and_weights(m, w, shown_width_px=900)
+    assert plots.smallest_text(fig, 900)[0] >= plots.MIN_TEXT_PX
+    assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == list("123456")  # from 1
+    tp = plots.TrainingPlot("rnnsearch $x$ on dates", shown_width_px=800)
+    for step in range(1, 30):
+        tp.add_loss(step, 3 / step)
+    tp.set_history({"step": [10, 20], "accuracy": [0.3, 0.9], "seconds": [1.0, 2.0]}, 0.99)
+    assert Image.open(io.BytesIO(tp.png())).format == "PNG"
+    assert plots.smallest_text(tp.fig, 800)[0] >= plots.MIN_TEXT_PX
+    np.testing.assert_allclose(tp.acc_line.get_ydata(), [0.3, 0.9])

@@ -3,15 +3,22 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 import torch
 
 import attnlab
-from attnlab import checkpoints
+from attnlab import checkpoints, cli
+from attnlab.batches import encode_pairs, evaluate
+from attnlab.cli import main
 from attnlab.data import TASKS, dates
-from attnlab.train import TrainConfig, default_configs, encode_pairs, evaluate, fit, main
+from attnlab.recipes import TrainConfig, default_configs
+from attnlab.train import fit
 
 TINY = TrainConfig(lr=1e-2, max_steps=6, eval_every=3, n_train=300, n_valid=40, batch_size=16)
 
@@ -99,28 +106,181 @@ def test_the_shipped_recipes_are_step_budgets():
     assert default_configs("rnnencdec", "reverse")[1] == default_configs("rnnsearch", "reverse")[1]
 
 
+#: A run of the command line that takes about a second.
+QUICK = [
+    "--max-steps",
+    "2",
+    "--n-train",
+    "64",
+    "--n-valid",
+    "8",
+    "--n-test",
+    "8",
+    "--batch-size",
+    "8",
+]
+
+
 def test_the_command_line_writes_a_loadable_checkpoint_and_card(tmp_path, capsys):
-    main(["--model", "rnnsearch", "--task", "dates", "--max-steps", "2", "--out", str(tmp_path)])
+    assert main(["--model", "rnnsearch", "--task", "dates", *QUICK, "--out", str(tmp_path)]) == 0
     card = json.loads((tmp_path / "rnnsearch-dates.json").read_text())
     for key in ("config", "src_vocab", "tgt_vocab", "seed", "steps", "train_seconds",
-                "heldout_accuracy", "torch_version"):  # fmt: skip
+                "heldout_accuracy", "torch_version", "checksum"):  # fmt: skip
         assert key in card
     assert card["steps"] == 2 and card["torch_version"] == torch.__version__
     model = checkpoints.load("rnnsearch-dates", directory=tmp_path)
     pairs = dates(card["heldout_examples"], seed=card["heldout_seed"])
     assert evaluate(model, pairs)["exact_match"] == card["heldout_accuracy"]
-    assert "rnnsearch-dates" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert f"writing checkpoints to {tmp_path}" in out and "attnlab.load('rnnsearch-dates'" in out
 
 
-def test_the_command_line_needs_a_model():
-    with pytest.raises(SystemExit):
-        main([])
+@pytest.fixture
+def home(tmp_path, monkeypatch):
+    """A private XDG_DATA_HOME; the shipped folder's state, to prove nothing in it changes."""
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    return tmp_path / "xdg" / "attnlab" / "checkpoints"
+
+
+def shipped_state() -> dict:
+    return {p.name: p.stat().st_mtime_ns for p in checkpoints.CHECKPOINT_DIR.iterdir()}
+
+
+def test_by_default_training_writes_outside_the_package(home, capsys):
+    before = shipped_state()
+    assert main(["--model", "rnnencdec", *QUICK]) == 0
+    assert shipped_state() == before
+    assert checkpoints.load("rnnenc-dates", directory=home).card["steps"] == 2
+    assert str(home) in capsys.readouterr().out
+
+
+def test_writing_into_the_shipped_folder_needs_the_flag(home, capsys):
+    before = shipped_state()
+    with pytest.raises(SystemExit) as exit:
+        main(["--model", "rnnsearch", "--max-steps", "2", "--out", str(checkpoints.CHECKPOINT_DIR)])
+    assert exit.value.code == 2 and "--replace-shipped" in one_line(capsys.readouterr().err)
+    assert shipped_state() == before
+
+
+def test_replace_shipped_writes_the_package_folder(monkeypatch, tmp_path):
+    """The flag `make train` passes (the package folder is swapped for a copy here)."""
+    monkeypatch.setattr(checkpoints, "CHECKPOINT_DIR", tmp_path.resolve())
+    assert main(["--model", "transformer", *QUICK, "--replace-shipped"]) == 0
+    assert checkpoints.load("transformer-dates").card["steps"] == 2
+    assert "--replace-shipped" in Path(__file__).parents[1].joinpath("Makefile").read_text()
+
+
+def one_line(err: str) -> str:
+    """The error line of an argparse/CLI failure (its usage lines aside)."""
+    lines = [line for line in err.splitlines() if "error:" in line]
+    assert len(lines) == 1, err
+    return lines[0]
+
+
+BAD_ARGS = {
+    "negative steps": (["--max-steps", "-5"], "--max-steps"),
+    "zero steps": (["--max-steps", "0"], "--max-steps"),
+    "steps not a number": (["--max-steps", "lots"], "--max-steps"),
+    "huge steps": (["--max-steps", str(10**30)], "--max-steps"),
+    "target above 1": (["--target", "2"], "--target"),
+    "target 0": (["--target", "0"], "--target"),
+    "target nan": (["--target", "nan"], "--target"),
+    "target inf": (["--target", "inf"], "--target"),
+    "negative target": (["--target", "-0.5"], "--target"),
+    "huge seed": (["--seed", str(10**30)], "--seed"),
+    "negative seed": (["--seed", "-1"], "--seed"),
+    "zero batch": (["--batch-size", "0"], "--batch-size"),
+    "negative examples": (["--n-train", "-3"], "--n-train"),
+    "unknown model": (["--model", "lstm"], "--model"),
+    "old spelling": (["--model", "rnnenc"], "--model"),
+    "unknown task": (["--task", "klingon"], "--task"),
+    "both outputs": (["--replace-shipped", "--out", "x"], "--replace-shipped"),
+    "target and no target": (["--target", "0.5", "--no-target"], "--no-target"),
+}
+
+
+@pytest.mark.parametrize(("args", "names"), BAD_ARGS.values(), ids=BAD_ARGS.keys())
+def test_bad_arguments_are_refused_before_training(args, names, home, capsys, monkeypatch):
+    monkeypatch.setattr(cli, "fit", lambda *a, **k: pytest.fail("trained on bad arguments"))
+    argv = args if "--model" in args else ["--model", "rnnsearch", *args]
+    with pytest.raises(SystemExit) as exit:
+        main(argv)
+    assert exit.value.code == 2
+    assert names in one_line(capsys.readouterr().err)
+    assert not home.exists()
+
+
+def test_the_command_line_needs_a_model_or_all(capsys):
+    for argv in ([], ["--all", "--model", "rnnsearch"]):
+        with pytest.raises(SystemExit) as exit:
+            main(argv)
+        assert exit.value.code == 2 and "--all" in one_line(capsys.readouterr().err)
+
+
+def test_a_file_in_the_way_is_one_line_before_training(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(cli, "fit", lambda *a, **k: pytest.fail("trained before checking"))
+    (tmp_path / "file").write_text("in the way")
+    (tmp_path / "dir" / "rnnsearch-dates.json").mkdir(parents=True)
+    for out in ("file", "file/below", "dir"):
+        with pytest.raises(SystemExit) as exit:
+            main(["--model", "rnnsearch", "--out", str(tmp_path / out)])
+        assert exit.value.code == 2 and str(tmp_path / out) in one_line(capsys.readouterr().err)
+
+
+def test_a_folder_it_cannot_write_is_one_line_before_training(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(cli, "fit", lambda *a, **k: pytest.fail("trained before checking"))
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0o555)
+    if os.access(locked, os.W_OK):  # root writes anywhere: refuse the write the way a mount would
+
+        def refused(**kwargs):
+            raise PermissionError(13, "Permission denied")
+
+        monkeypatch.setattr(cli.tempfile, "NamedTemporaryFile", refused)
+    with pytest.raises(SystemExit) as exit:
+        main(["--model", "rnnsearch", "--out", str(locked)])
+    assert exit.value.code == 2 and "cannot write" in one_line(capsys.readouterr().err)
+
+
+def test_ctrl_c_while_training_writes_nothing_and_says_so(tmp_path, capsys, monkeypatch):
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "fit", interrupted)
+    assert main(["--model", "rnnsearch", "--out", str(tmp_path)]) == 130
+    err = capsys.readouterr().err.strip()
+    assert "interrupted" in err and "\n" not in err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_ctrl_c_while_saving_leaves_the_old_checkpoint_and_no_temporary_file(tmp_path, monkeypatch):
+    assert main(["--model", "rnnsearch", *QUICK, "--out", str(tmp_path)]) == 0
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    replace = os.replace
+
+    def interrupt_the_card(src, dst):  # the weights are in; Ctrl+C before the card is
+        if str(dst).endswith(".json"):
+            raise KeyboardInterrupt
+        replace(src, dst)
+
+    monkeypatch.setattr(os, "replace", interrupt_the_card)
+    assert main(["--model", "rnnsearch", *QUICK, "--seed", "1", "--out", str(tmp_path)]) == 130
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
+    assert checkpoints.load("rnnsearch-dates", directory=tmp_path).card["seed"] == 0
+
+
+def test_fit_writes_nothing(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(checkpoints, "save", lambda *a, **k: pytest.fail("fit saved"))
+    fit("rnnsearch", "dates", config=replace(TINY, max_steps=1), progress=False, plot=False)
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_in_a_notebook_fit_updates_one_picture_in_place(monkeypatch):
     import IPython.display
 
-    from attnlab import train
+    from attnlab import train  # noqa: PLC0415  (the module, to patch its notebook test)
 
     shown, updates = [], []
 
@@ -138,3 +298,14 @@ def test_in_a_notebook_fit_updates_one_picture_in_place(monkeypatch):
     assert len(shown) == 1 and len(updates) == len(history["step"]) == 2  # one picture
     for image in (*shown, *updates):
         assert image.data[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_python_m_attnlab_train_refuses_bad_arguments_without_a_traceback():
+    run = subprocess.run(
+        [sys.executable, "-m", "attnlab.train", "--model", "rnnsearch", "--max-steps", "-5"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode == 2 and "Traceback" not in run.stderr
+    assert "--max-steps" in one_line(run.stderr)

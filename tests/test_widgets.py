@@ -1,32 +1,50 @@
 """attnlab.widgets, driven from Python: set values, press buttons, check what is shown.
 
-The DecodeStepper tests use the shipped checkpoints (``rnnsearch-dates``,
-``transformer-dates``) and compare every heatmap row with ``attnlab.decode.steps``.
+The widgets use the shipped checkpoints (``rnnsearch-dates``, ``transformer-dates``, the four
+``rnnsearch-dates-<score>`` models) and are compared with ``attnlab.decode.decode`` and
+``attnlab.attention``.  For every widget: the pictures read from the back (type >= 14 px at
+the size shown), every control changes the picture through a browser-side link (so it works
+in an exported page), and a ``$``, ``\\`` or ``<`` in what it draws shows literally.
 """
 
 from __future__ import annotations
 
 import base64
 import io
-import math
+import statistics
+import time
 from collections import deque
 
 import ipywidgets as widgets
 import numpy as np
 import pytest
 import torch
+from matplotlib.text import Text
 from PIL import Image
 
 import attnlab
-from attnlab.attention import (
-    causal_mask,
-    dot_score,
-    masked_softmax,
-    scaled_dot_score,
+from attnlab import paths, plots
+from attnlab.attention import causal_mask, dot_score, masked_softmax, scaled_dot_score
+from attnlab.decode import decode
+from attnlab.widgets import (
+    DecodeStepper,
+    PathLengthExplorer,
+    ScaledDotExplorer,
+    ScoreLab,
+    decode_stepper,
+    path_length,
+    scaled_dot,
+    score_lab,
 )
-from attnlab.decode import steps as decode_steps
-from attnlab.widgets import DecodeStepper, PathLengthExplorer, ScaledDotExplorer, ScoreLab
-from attnlab.widgets.scaled_dot import TRAINED, row_entropy, softmax_rows
+from attnlab.widgets.scaled_dot import (
+    CAUSAL,
+    D_K,
+    RANDOM_NOTE,
+    SCALED,
+    TRAINED,
+    UNSCALED,
+    row_entropy,
+)
 
 #: The bad inputs the issue lists, each of which must give a message and no exception.
 BAD_INPUTS = {
@@ -53,6 +71,30 @@ def check_display(widget, expected_text: str) -> None:
     assert isinstance(widget, widgets.Box)
 
 
+def shown_literally(text: str, raw: str) -> bool:
+    """matplotlib draws ``text`` as the characters of ``raw`` (no mathtext)."""
+    return Text(0, 0, "")._preprocess_math(text) == (raw, False)
+
+
+def leaf(widget) -> bytes:
+    """The picture (or HTML) of the first frame inside a frame or a Stack of frames."""
+    while isinstance(widget, widgets.Stack):
+        widget = widget.children[0]
+    return widget.value.encode() if isinstance(widget.value, str) else bytes(widget.value)
+
+
+def check_links_change_the_picture(links) -> None:
+    """Every control -> Stack link: one frame per value of the control, all different."""
+    assert links
+    for link in links:
+        (control, trait), (stack, target) = link.source, link.target
+        assert target == "selected_index" and isinstance(stack, widgets.Stack)
+        values = len(control.options) if trait == "index" else control.max - control.min + 1
+        assert len(stack.children) == values, (control.description, trait)
+        frames = [leaf(child) for child in stack.children]
+        assert len(set(frames)) == len(frames), f"{control.description}: frames repeat"
+
+
 # --------------------------------------------------------------------------- fixtures
 @pytest.fixture(scope="module")
 def rnnsearch():
@@ -65,6 +107,11 @@ def transformer():
 
 
 @pytest.fixture(scope="module")
+def score_models():
+    return {name: attnlab.load(ref) for name, ref in score_lab.SCORE_MODELS.items()}
+
+
+@pytest.fixture(scope="module")
 def stepper(rnnsearch):
     return DecodeStepper(rnnsearch)
 
@@ -72,51 +119,54 @@ def stepper(rnnsearch):
 # --------------------------------------------------------------------------- DecodeStepper
 def test_stepper_default_model_and_display():
     w = DecodeStepper()
-    assert w.model.kind == "rnnsearch" and w.model_chooser.value == "rnnsearch-dates"
-    assert w.message == ""
+    assert w.model_chooser.value == "rnnsearch-dates" and w.message == ""
     assert w.translation == w.model.translate("3 May 1979")
     check_display(w, "DecodeStepper: rnnsearch-dates on '3 May 1979'")
 
 
 def test_stepper_rows_equal_the_models_alpha(stepper, rnnsearch):
     stepper.text.value = "14 July 1989"
-    expected = list(decode_steps(rnnsearch, "14 July 1989"))
+    expected = decode(rnnsearch, "14 July 1989")
     assert stepper.message == ""
-    assert [s.token for s in stepper.steps] == [s.token for s in expected]
-    assert stepper.source_tokens == rnnsearch.source_tokens("14 July 1989")
+    assert stepper.decoding.output_tokens == expected.output_tokens
+    assert stepper.source_tokens == expected.source_tokens
     assert stepper.slider.max == len(expected) - 1
     stepper.reset_button.click()
-    for t, step in enumerate(expected):
-        assert stepper.slider.value == t == stepper.current_step.t
+    for t in range(len(expected)):
+        assert stepper.slider.value == t
         shown = stepper.heatmap_data
         assert shown.shape == (t + 1, len(stepper.source_tokens))  # filled row by row
-        np.testing.assert_allclose(shown[t], step.alpha, atol=1e-6)
-        np.testing.assert_allclose(shown, np.stack([s.alpha for s in expected[: t + 1]]))
-        np.testing.assert_allclose(stepper.current_step.context, step.context, atol=1e-6)
-        assert f"<b>{step.token}</b>" in stepper.token_label.value
-        assert f"p = {step.prob:.3f}" in stepper.token_label.value
-        assert stepper.frames.selected_index == t
+        np.testing.assert_allclose(shown, expected.alpha[0, 0, : t + 1], atol=1e-6)
         assert stepper.image is stepper.frames.children[t]
         stepper.step_button.click()
     assert stepper.slider.value == len(expected) - 1  # Step stops at the last output
     stepper.back_button.click()
     assert stepper.slider.value == len(expected) - 2
     stepper.reset_button.click()
-    assert stepper.slider.value == 0
     stepper.back_button.click()
     assert stepper.slider.value == 0  # Back stops at the first
 
 
-def test_stepper_frames_are_one_png_per_step(stepper):
+def test_stepper_context_line_names_the_states_that_carry_the_weight(stepper, rnnsearch):
+    stepper.text.value = "3 May 1979"
+    d = decode(rnnsearch, "3 May 1979")
+    for t, line in enumerate(stepper.context_lines):
+        top = np.argsort(-d.alpha[0, 0, t], kind="stable")[:3]
+        for i in top:  # the three largest alpha_{t,i}, their h_i and source character
+            sub = str(i + 1).translate(str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉"))
+            assert f"{d.alpha[0, 0, t, i]:.2f}·h{sub} ('{d.source_tokens[i]}')" in line
+        assert line.startswith("cₜ = ")
+
+
+def test_stepper_frames_one_png_per_step_linked_in_the_browser(stepper):
     stepper.text.value = "1 January 2000"
     frames = [bytes(image.value) for image in stepper.frames.children]
-    assert len(frames) == len(stepper.steps)
-    assert all(is_png(f) for f in frames)
+    assert len(frames) == len(stepper.decoding) and all(is_png(f) for f in frames)
     assert len(set(frames)) == len(frames)  # each step shows a different picture
-    # The slider drives the Stack in the browser (exported HTML too) and Play the slider.
     pairs = {(link.source, link.target) for link in stepper.links}
     assert ((stepper.slider, "value"), (stepper.frames, "selected_index")) in pairs
     assert ((stepper.play_button, "value"), (stepper.slider, "value")) in pairs
+    check_links_change_the_picture(stepper.links[1:])
     assert stepper.play_button.max == stepper.slider.max
     stepper.slider.value = 3
     assert bytes(stepper.image.value) == frames[3]
@@ -135,47 +185,41 @@ def test_stepper_bad_input_gives_a_message_and_keeps_working(stepper, what):
     stepper.text.value = "3 May 1979"
     before = (stepper.translation, list(stepper.frames.children))
     stepper.text.value = BAD_INPUTS[what]  # must not raise
-    assert stepper.message, what
-    assert len(stepper.message) <= 160
+    assert stepper.message and len(stepper.message) <= 160, what
     assert "Traceback" not in stepper.message
     assert (stepper.translation, list(stepper.frames.children)) == before  # last good one
-    assert stepper.message_box.value and "color" in stepper.message_box.value
-    stepper.step_button.click()  # still steps
+    assert "color" in stepper.message_box.value
     stepper.text.value = "12/05/2001"
-    assert stepper.message == ""
-    assert stepper.translation == "2001-05-12"
-
-
-def test_stepper_messages_say_what_is_wrong(stepper):
-    stepper.text.value = "3 May 1979 🎉"
-    assert "🎉" in stepper.message
-    stepper.text.value = "7" * 10_000
-    assert "10000" in stepper.message and "32" in stepper.message
-    stepper.text.value = "   "
-    assert "Type a date" in stepper.message or "empty" in stepper.message
+    assert stepper.message == "" and stepper.translation == "2001-05-12"
 
 
 def test_stepper_transformer_layer_and_head(transformer):
     w = DecodeStepper(model="rnnsearch-dates")
+    assert w.head_box.layout.display == "none"
     w.model_chooser.value = "transformer-dates"
-    assert w.message == "" and w.model.kind == "transformer"
-    assert w.transformer_box.layout.display is None  # the layer/head choosers show
-    expected = list(decode_steps(transformer, "3 May 1979"))
-    L, H, n = expected[0].alpha.shape
-    assert list(w.layer.options) == list(range(L))
+    assert w.message == "" and w.head_box.layout.display is None
+    d = decode(transformer, "3 May 1979")
+    L, H = d.alpha.shape[:2]
+    values = [v for _, v in w.head.options]
+    assert len(values) == L * H + 1 and values[0] == (L - 1, 0)  # the last layer first
     w.slider.value = 2
-    for layer in range(L):
-        for head in [*range(H), "mean"]:
-            w.layer.value, w.head.value = layer, head
-            assert w.slider.value == 2  # choosing a head keeps the step
-            for t in range(3):
-                a = expected[t].alpha[layer]
-                want = a.mean(axis=0) if head == "mean" else a[head]
-                np.testing.assert_allclose(w.heatmap_data[t], want, atol=1e-6)
-    assert w.current_step.context is None
+    for layer, head in values:
+        w.head.value = (layer, head)
+        assert w.slider.value == 2  # choosing a head keeps the step
+        a = d.alpha[layer]
+        want = a.mean(axis=0) if head == decode_stepper.MEAN else a[head]
+        np.testing.assert_allclose(w.heatmap_data, want[:3], atol=1e-6)
+    assert w.context_lines == [""] * len(d)  # no c_t to write
     w.model_chooser.value = "rnnsearch-dates"
-    assert w.transformer_box.layout.display == "none"
-    assert w.heatmap_data.ndim == 2 and w.message == ""
+    assert w.head_box.layout.display == "none" and w.message == ""
+
+
+def test_stepper_offers_the_four_score_models(score_models):
+    w = DecodeStepper()
+    offered = {value for _, value in w.model_chooser.options}
+    assert set(score_lab.SCORE_MODELS.values()) <= offered
+    w.model_chooser.value = "rnnsearch-dates-general"
+    assert w.message == "" and w.translation == "1979-05-03"
 
 
 def test_stepper_unknown_model_gives_a_message():
@@ -186,6 +230,98 @@ def test_stepper_unknown_model_gives_a_message():
     assert w.message
 
 
+def test_stepper_model_that_cannot_load_keeps_the_current_one():
+    w = DecodeStepper()
+    w.model_chooser.options = [*w.model_chooser.options, ("broken", "no-such-model")]
+    w.model_chooser.value = "no-such-model"
+    assert "no-such-model" in w.message
+    assert w.model_chooser.value == "rnnsearch-dates"
+    w.step_button.click()
+    assert w.slider.value == 1
+
+
+# ----------------------------------------------------------------- DecodeStepper(score=...)
+def test_stepper_score_swaps_the_function_in_and_restores_the_model(score_models):
+    model = score_models["dot"]
+    trained = model.score
+    calls = []
+
+    def my_dot(query, keys):  # the library's dot score, written by a student
+        calls.append(tuple(query.shape))
+        return query @ keys.transpose(-2, -1)
+
+    w = DecodeStepper(model, score=my_dot)
+    assert w.message == "" and calls  # it ran inside the decoding
+    assert calls[0][-2] == 1  # one query s_{t-1} per step: (B, 1, d)
+    assert w.translation == decode(model, "3 May 1979").text  # the same function: same output
+    np.testing.assert_allclose(w.alphas, decode(model, "3 May 1979").alpha[0, 0], atol=1e-5)
+    assert model.score is trained  # the model is left as it was
+    assert "my_dot" in w.info.value
+
+
+def test_stepper_score_that_changes_the_attention_changes_the_output(score_models):
+    model = score_models["dot"]
+    w = DecodeStepper(model, score=lambda q, k: -dot_score(q, k))  # attend to the least alike
+    assert w.message == ""
+    assert not np.allclose(w.alphas[0], decode(model, "3 May 1979").alpha[0, 0, 0], atol=1e-2)
+
+
+@pytest.mark.parametrize(
+    "broken, words",
+    [
+        (lambda q, k: q.sum(), "shape"),  # a number, not (B, m, n)
+        (lambda q, k: q @ k.transpose(-2, -1) * float("nan"), "NaN"),
+        (lambda q, k: 1 / 0, "ZeroDivisionError"),
+        (lambda q, k: "scores", "not a tensor"),
+        (lambda q, k: q @ k, "raised"),  # a shape error inside the student's code
+    ],
+)
+def test_stepper_broken_score_shows_its_error_inside_the_widget(score_models, broken, words):
+    model = score_models["dot"]
+    trained = model.score
+    w = DecodeStepper(model, score=broken)  # must not raise
+    assert words in w.message and "Traceback" not in w.message and len(w.message) <= 160
+    assert model.score is trained
+    assert len(w.frames.children) == 1 and is_png(w.frames.children[0].value)
+    w.text.value = "1 January 2000"  # still answers, with the same message
+    assert words in w.message
+
+
+def test_stepper_score_needs_a_model_with_a_score(transformer):
+    w = DecodeStepper(transformer, score=dot_score)
+    assert "no score to replace" in w.message
+    with pytest.raises(TypeError, match="function"):
+        DecodeStepper(score="dot")
+
+
+# ----------------------------------------------------------------- DecodeStepper: the room
+def test_stepper_pictures_read_from_the_back(transformer):
+    for model, text in [
+        ("rnnsearch-dates", "Thursday 3 May 1979"),
+        (transformer, "3 May 1979"),
+        ("rnnsearch-reverse-30", "1234567890" * 4 + "12345"),  # 45 digits: fewer labels
+    ]:
+        w = DecodeStepper(model, text)
+        assert w.message == ""
+        px, text_ = plots.smallest_text(w._renderer.fig, decode_stepper.WIDTH_PX)
+        assert px >= plots.MIN_TEXT_PX, (model, text_)
+        assert w.frames.children[0].layout.width == f"{decode_stepper.WIDTH_PX}px"
+        shown = {t for _, t in plots.text_sizes(w._renderer.fig, decode_stepper.WIDTH_PX)}
+        assert "<eos>" in shown
+
+
+def test_stepper_draws_dollars_backslashes_and_brackets_literally(rnnsearch):
+    rnnsearch.card = {**(rnnsearch.card or {}), "name": "my $x$ \\alpha <b>model</b>"}
+    try:
+        w = DecodeStepper(rnnsearch)
+    finally:
+        rnnsearch.card = {**rnnsearch.card, "name": "rnnsearch-dates"}
+    title = w._renderer.heatmap.ax.get_title()
+    assert shown_literally(title, "my $x$ \\alpha <b>model</b> reads '3 May 1979'")
+    assert "<b>model" not in w.info.value and "&lt;b&gt;" in w.info.value
+    assert "$" in w.describe()
+
+
 # --------------------------------------------------------------------------- ScaledDotExplorer
 def reference_weights(Q, K, scaled: bool, causal: bool) -> np.ndarray:
     q, k = torch.tensor(Q), torch.tensor(K)
@@ -194,77 +330,99 @@ def reference_weights(Q, K, scaled: bool, causal: bool) -> np.ndarray:
     return masked_softmax(scores, mask).numpy()
 
 
-def test_explorer_matches_the_attention_core():
-    w = ScaledDotExplorer()
-    for d_k in (1, 7, 64, 512):
-        for scaled in (True, False):
-            for causal in (False, True):
-                w.d_k_slider.value, w.scale_toggle.value = d_k, scaled
-                w.causal_toggle.value = causal
+@pytest.fixture(scope="module")
+def explorer():
+    return ScaledDotExplorer()
+
+
+def test_explorer_matches_the_attention_core(explorer):
+    w = explorer
+    for d_k in D_K:
+        for scaled in (SCALED, UNSCALED):
+            for causal in (scaled_dot.NO_MASK, CAUSAL):
+                w.d_k_slider.value, w.scale_toggle.value, w.mask_toggle.value = d_k, scaled, causal
                 assert w.Q.shape == w.K.shape == (len(w.tokens), d_k)
-                want = reference_weights(w.Q, w.K, scaled, causal)
-                np.testing.assert_allclose(w.heatmap_data, want, atol=1e-6)
-                np.testing.assert_allclose(w.heatmap_data.sum(axis=1), 1.0, atol=1e-9)
-                np.testing.assert_allclose(
-                    w.scores[~np.isnan(w.scores)], (w.Q @ w.K.T)[~np.isnan(w.scores)]
-                )
+                want = reference_weights(w.Q, w.K, scaled == SCALED, causal == CAUSAL)
+                np.testing.assert_allclose(w.heatmap_data, want, atol=1e-9)
+                finite = ~np.isnan(w.scores)
+                np.testing.assert_allclose(w.scores[finite], (w.Q @ w.K.T)[finite])
     assert w.message == ""
 
 
-def test_explorer_causal_mask_zeroes_the_upper_triangle():
-    w = ScaledDotExplorer()
-    w.d_k_slider.value = 16
-    w.causal_toggle.value = True
+def test_explorer_causal_mask_zeroes_the_upper_triangle(explorer):
+    w = explorer
+    w.d_k_slider.value, w.scale_toggle.value, w.mask_toggle.value = 16, SCALED, CAUSAL
     n = len(w.tokens)
     upper = np.triu(np.ones((n, n), bool), k=1)
-    assert np.all(w.heatmap_data[upper] == 0.0)
-    assert np.all(w.heatmap_data[~upper] > 0.0)
+    assert np.all(w.heatmap_data[upper] == 0.0) and np.all(w.heatmap_data[~upper] > 0.0)
     assert np.all(np.isnan(w.scores[upper])) and np.all(np.isnan(w.scaled_scores[upper]))
     assert w.heatmap_data[0, 0] == 1.0  # the first query sees only itself
-    w.causal_toggle.value = False
+    w.mask_toggle.value = scaled_dot.NO_MASK
     assert np.all(w.heatmap_data > 0.0)
 
 
-def test_explorer_softmax_saturates_without_scaling():
-    w = ScaledDotExplorer()
-    w.scale_toggle.value = False
-    w.d_k_slider.value = 1
+def test_explorer_preset_shows_the_slides_point(explorer):
+    w = explorer
+    w.scale_toggle.value, w.d_k_slider.value = SCALED, 1
     calm_max, calm_h = w.row_max.mean(), w.row_entropy.mean()
-    w.d_k_slider.value = 512
-    assert w.row_max.mean() > 0.9 > calm_max  # one weight near 1 in most rows
-    assert w.row_entropy.mean() < 0.3 < calm_h
-    w.scale_toggle.value = True  # dividing by sqrt(d_k) brings the spread back
+    w.preset.click()  # d_k = 512, no scaling
+    assert (w.d_k_slider.value, w.scale_toggle.value, w.mode.value) == (
+        512,
+        UNSCALED,
+        scaled_dot.RANDOM,
+    )
+    assert w.row_max.mean() > 0.85 > calm_max  # one weight near 1 in most rows
+    assert w.row_entropy.mean() < 0.4 < calm_h
+    assert "d_k = 512" in w.readout.value
+    w.scale_toggle.value = SCALED  # dividing by sqrt(d_k) brings the spread back
     assert w.row_max.mean() < 0.7 and w.row_entropy.mean() > 1.0
     np.testing.assert_allclose(w.row_entropy, row_entropy(w.heatmap_data))
-    assert "d_k = 512" in w.readout.value
 
 
-def test_explorer_image_changes_with_d_k():
-    w = ScaledDotExplorer()
+def test_explorer_readout_is_the_line_in_the_picture_of_the_same_state(explorer):
+    w = explorer
+    for d_k in (4, 512, 64):
+        w.d_k_slider.value = d_k  # computed in the same update: never one move behind
+        values = scaled_dot.panels(
+            w.Q, w.K, w.scale_toggle.value == SCALED, w.mask_toggle.value == CAUSAL
+        )
+        assert scaled_dot.summary(values, d_k) in w.readout.value.replace("&gt;", ">")
+        assert f"d_k = {d_k}:" in w.readout.value
+
+
+def test_explorer_every_control_works_without_a_kernel(explorer):
+    w = explorer
+    check_links_change_the_picture(w.links)
+    sources = {link.source for link in w.links}
+    for control in (w.d_k_slider, w.scale_toggle, w.mask_toggle, w.mode):
+        assert (control, "index") in sources
     first = bytes(w.image.value)
-    w.d_k_slider.value = 100
+    w.d_k_slider.value = 256
     assert is_png(w.image.value) and bytes(w.image.value) != first
-    check_display(w, "ScaledDotExplorer: d_k=100, scaled=True, causal=False")
+    check_display(w, f"ScaledDotExplorer: d_k=256, scaled={w.scaled}, causal={w.causal}")
 
 
-def test_softmax_rows_equals_masked_softmax():
-    gen = np.random.default_rng(1)
-    e = gen.normal(scale=30, size=(6, 5))
-    allowed = gen.random((6, 5)) > 0.4
-    allowed[2] = False  # a row where nothing is allowed stays all zeros
-    want = masked_softmax(torch.tensor(e), torch.tensor(allowed)).numpy()
-    np.testing.assert_allclose(softmax_rows(e, allowed), want, atol=1e-12)
-    np.testing.assert_allclose(softmax_rows(e), torch.softmax(torch.tensor(e), -1).numpy())
+def test_explorer_random_mode_says_its_words_are_labels(explorer):
+    explorer.mode.value = scaled_dot.RANDOM
+    explorer.d_k_slider.value = 4  # a random-mode frame drawn last: its note is in the figure
+    explorer._picture(explorer.Q, explorer.K, explorer.tokens, True, False, False)
+    texts = [t for _, t in plots.text_sizes(explorer.fig, scaled_dot.WIDTH_PX)]
+    assert RANDOM_NOTE in texts and "random" in RANDOM_NOTE and "label" in RANDOM_NOTE
+
+
+def test_explorer_pictures_read_from_the_back(explorer):
+    px, text = plots.smallest_text(explorer.fig, scaled_dot.WIDTH_PX)
+    assert px >= plots.MIN_TEXT_PX, text
 
 
 def test_explorer_trained_mode_uses_the_models_q_and_k(transformer):
     w = ScaledDotExplorer(model=transformer)
     w.mode.value = TRAINED
     w.text.value = "21.08.1999"
-    w.layer.value, w.head.value = 1, 2
+    w.head.value = (1, 2)
     assert w.message == ""
     Q, K = transformer.encoder_qk("21.08.1999", 1, 2)
-    np.testing.assert_allclose(w.Q, Q, atol=1e-5)  # one thread here, maybe two there
+    np.testing.assert_allclose(w.Q, Q, atol=1e-5)
     assert w.tokens == transformer.source_tokens("21.08.1999")
     want = transformer.attention_weights("21.08.1999")["encoder_self"][1, 2]
     np.testing.assert_allclose(w.heatmap_data, want, atol=1e-5)
@@ -277,46 +435,68 @@ def test_explorer_trained_mode_uses_the_models_q_and_k(transformer):
 
 def test_explorer_trained_mode_without_the_model_says_so():
     w = ScaledDotExplorer(model="no-such-model")
+    assert w.message == ""
     w.mode.value = TRAINED  # cannot load: back to random Q, K, with the reason shown
-    assert w.mode.value != TRAINED
-    assert "no-such-model" in w.message
+    assert w.mode.value != TRAINED and "no-such-model" in w.message
     assert w.weights.shape == (len(w.tokens), len(w.tokens))
 
 
+def test_explorer_draws_its_words_literally():
+    w = ScaledDotExplorer(sentence="cost $5 \\alpha <b>x</b> $y$")
+    labels = [t.get_text() for t in w.panels[0].ax.get_yticklabels()]
+    for raw, shown in zip(["cost", "$5", "\\alpha", "<b>x</b>", "$y$"], labels, strict=True):
+        assert shown_literally(shown, raw)
+    assert "<b>" not in w.readout.value
+
+
 # --------------------------------------------------------------------------- ScoreLab
-def test_score_lab_alphas_match_the_score_modules():
-    w = ScoreLab()
-    for j, mix, scale in [(0, 0.0, 1.0), (4, 0.7, 1.0), (9, 1.0, 3.0)]:
-        w.target.value, w.mix.value, w.scale.value = j, mix, scale
-        s = torch.tensor(w.s)[None, :]  # (1, d)
-        h = torch.tensor(w.h)  # (n, d)
-        with torch.no_grad():
-            want = {
-                "dot": dot_score(s, h),
-                "scaled_dot": scaled_dot_score(s, h),
-                "general": w.modules["general"](s.float(), h.float()).double(),
-                "additive": w.modules["additive"](s.float(), h.float()).double(),
-            }
-        for row, name in enumerate(["dot", "scaled_dot", "general", "additive"]):
-            np.testing.assert_allclose(w.scores[name], want[name][0].numpy(), atol=1e-4)
-            alpha = torch.softmax(want[name][0], -1).numpy()
-            np.testing.assert_allclose(w.heatmap_data[row], alpha, atol=1e-4)
-    assert w.heatmap_data.shape == (4, len(w.tokens))
+@pytest.fixture(scope="module")
+def lab(score_models):
+    return ScoreLab(score_models)
 
 
-def test_score_lab_dot_finds_the_similar_state():
-    w = ScoreLab()
-    w.mix.value = 1.0
-    for j in range(len(w.tokens)):
-        w.target.value = j
-        assert int(np.argmax(w.alphas["dot"])) == j
-    # The scaled dot is flatter than the dot for the same s and h.
-    assert row_entropy(w.alphas["scaled_dot"]) > row_entropy(w.alphas["dot"])
-    check_display(w, f"ScoreLab: s like h_{j} ({w.tokens[j]!r}), mix=1.00, scale=1.00")
+def test_score_lab_shows_each_trained_models_alpha_on_the_same_date(lab, score_models):
+    for date in lab.date.options:
+        lab.date.value = date
+        assert lab.message == ""
+        for name, model in score_models.items():
+            d = decode(model, date)
+            np.testing.assert_allclose(lab.alphas[name], d.alpha[0, 0], atol=1e-6)
+            assert lab.translations[name] == d.text
+    check_display(lab, f"ScoreLab: dot, scaled dot, general, additive on {lab.date.value!r}")
+
+
+def test_score_lab_titles_carry_the_cards_exact_match(lab, score_models):
+    for name, model in score_models.items():
+        match = model.card["heldout_accuracy"]
+        title = lab.panels[name].ax.get_title()
+        assert f"exact match {100 * match:.1f}%" in title and name in title
+        assert f"{100 * match:.1f}%" in lab.readout.value
+
+
+def test_score_lab_dates_work_without_a_kernel_and_typed_ones_are_added(lab):
+    check_links_change_the_picture(lab.links)
+    assert len(lab.frames.children) == len(lab.date.options)
+    lab.text.value = "24 Dec 1999"
+    assert lab.message == "" and lab.date.value == "24 Dec 1999"
+    assert set(lab.translations.values()) == {"1999-12-24"}
+    assert lab.image is lab.frames.children[-1] and is_png(lab.image.value)
+    before = len(lab.frames.children)
+    lab.text.value = "3 Mai 1979 ½"
+    assert lab.message and len(lab.frames.children) == before  # nothing added
+
+
+def test_score_lab_reads_from_the_back_and_draws_names_literally(score_models):
+    lab = ScoreLab({"dot $x$ \\a": score_models["dot"]}, dates=["3 May 1979"])
+    px, text = plots.smallest_text(lab.fig, score_lab.WIDTH_PX)
+    assert px >= plots.MIN_TEXT_PX, text
+    title = lab.panels["dot $x$ \\a"].ax.get_title()
+    assert shown_literally(title.splitlines()[0], "dot $x$ \\a: ")
+    assert "$x$" in lab.readout.value
 
 
 # --------------------------------------------------------------------------- PathLengthExplorer
-def bfs(n_nodes, edges, source, target) -> int:
+def bfs(edges, source, target) -> int:
     adjacency: dict = {}
     for u, v in edges:
         adjacency.setdefault(u, []).append(v)
@@ -336,10 +516,10 @@ def independent_length(kind: str, n: int, k: int) -> int:
     if kind == "rnn":
         edges = [(("x", i), ("h", i)) for i in range(n)]
         edges += [(("h", i), ("h", i + 1)) for i in range(n - 1)]
-        return bfs(2 * n, edges, ("x", 0), ("h", n - 1))
+        return bfs(edges, ("x", 0), ("h", n - 1))
     if kind == "self_attention":
         edges = [(("x", i), ("y", j)) for i in range(n) for j in range(n)]
-        return bfs(2 * n, edges, ("x", 0), ("y", n - 1))
+        return bfs(edges, ("x", 0), ("y", n - 1))
     layers, seen = 0, 1  # grow the stack until output n sees all n inputs
     while seen < n:
         layers += 1
@@ -350,47 +530,63 @@ def independent_length(kind: str, n: int, k: int) -> int:
         edges += [
             ((layer - 1, j - m * d), (layer, j)) for j in range(n) for m in range(k) if j >= m * d
         ]
-    return bfs(None, edges, (0, 0), (layers, n - 1))
+    return bfs(edges, (0, 0), (layers, n - 1))
 
 
-def test_path_explorer_lengths_equal_independent_bfs():
-    w = PathLengthExplorer()
-    for n in (2, 3, 8, 17, 32):
-        for k in (2, 3, 5):
+@pytest.fixture(scope="module")
+def path_explorer():
+    return PathLengthExplorer()
+
+
+def test_path_explorer_lengths_equal_independent_bfs(path_explorer):
+    w = path_explorer
+    for n in path_length.N_VALUES:
+        for k in path_length.K_VALUES:
             w.n_slider.value, w.k_slider.value = n, k
-            for kind in ("rnn", "cnn", "dilated_cnn", "self_attention"):
+            for kind in paths.KINDS:
                 assert w.lengths[kind] == independent_length(kind, n, k), (kind, n, k)
-                assert w.lengths[kind] == len(w.paths[kind]) - 1
                 assert w.paths[kind][0] == (0, 0)
                 assert w.paths[kind][-1] == (w.graphs[kind].layers, n - 1)
             assert f"<b>{w.lengths['cnn']}</b>" in w.table.value
     assert w.message == ""
 
 
-def test_path_explorer_picture_and_table():
-    w = PathLengthExplorer(n=8, k=2)
-    first = bytes(w.image.value)
-    w.n_slider.value = 16
-    assert is_png(w.image.value) and bytes(w.image.value) != first
-    assert "O(log_k n)" in w.table.value and "O(n/k)" in w.table.value
-    assert f"{math.log(16, 2):.2f}" in w.table.value
-    w.n_slider.value = 8
-    assert bytes(w.image.value) == first  # the same state, the same picture
-    check_display(w, "PathLengthExplorer: n=8, k=2")
+def test_path_explorer_orders_are_whole_numbers_as_table_1_means_them(path_explorer):
+    w = path_explorer
+    for n, k, want in [(8, 3, (8, 3, 2, 1)), (16, 2, (16, 8, 4, 1)), (12, 5, (12, 3, 2, 1))]:
+        w.n_slider.value, w.k_slider.value = n, k
+        assert tuple(w.orders[kind] for kind in paths.KINDS) == want
+        table = w.table.value
+        assert f"⌈n/k⌉ = {want[1]}" in table and f"⌈log_k n⌉ = {want[2]}" in table
+        assert "." not in table.split("<table")[1]  # no 5.20 or 2.02
 
 
-def test_path_explorer_cached_drawing_equals_a_fresh_one():
-    fresh = PathLengthExplorer(n=16, k=3)
-    w = PathLengthExplorer(n=16, k=2)  # draws the n = 16 self-attention edges once
-    w.k_slider.value = 3  # new (n, k): the self-attention edges come from the cache
-    assert bytes(w.image.value) == bytes(fresh.image.value)
+def test_path_explorer_every_slider_works_without_a_kernel(path_explorer):
+    w = path_explorer
+    for link in w.links:
+        (control, _), (stack, _) = link.source, link.target
+        assert control in (w.n_slider, w.k_slider)
+        frames = [leaf(child) for child in stack.children]
+        assert len(frames) == len(control.options) and len(set(frames)) == len(frames)
+    w.n_slider.value, w.k_slider.value = 16, 2
+    rnn, cnn = w.images["rnn"], w.images["cnn"]
+    w.k_slider.value = 3  # the RNN does not depend on k: the same frame; the CNN does
+    assert w.images["rnn"] is rnn and w.images["cnn"] is not cnn
+    check_display(w, "PathLengthExplorer: n=16, k=3")
 
 
-def test_stepper_model_that_cannot_load_keeps_the_current_one():
-    w = DecodeStepper()
-    w.model_chooser.options = [*w.model_chooser.options, ("broken", "no-such-model")]
-    w.model_chooser.value = "no-such-model"
-    assert "no-such-model" in w.message
-    assert w.model_chooser.value == "rnnsearch-dates" and w.model.kind == "rnnsearch"
-    w.step_button.click()
-    assert w.slider.value == 1
+def test_path_explorer_updates_in_under_10_ms(path_explorer):
+    w = path_explorer
+    times = []
+    for n in path_length.N_VALUES:
+        start = time.perf_counter()
+        w.n_slider.value = n
+        times.append(1000 * (time.perf_counter() - start))
+    assert statistics.median(times) < 10
+
+
+def test_path_explorer_pictures_read_from_the_back():
+    for kind in paths.KINDS:
+        panel = path_length.Panel(kind)
+        px, text = plots.smallest_text(panel.fig, path_length.WIDTH_PX)
+        assert px >= plots.MIN_TEXT_PX, (kind, text)

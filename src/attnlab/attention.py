@@ -18,13 +18,22 @@ Conventions
   attention is allowed and ``False`` where it is forbidden (the convention of
   :func:`torch.nn.functional.scaled_dot_product_attention`).
 
-A call with incompatible shapes raises :class:`ValueError` naming the shapes it got.
+A call with incompatible shapes or dtypes (integer tensors, two floating dtypes mixed, a
+non-boolean mask) raises :class:`ValueError` naming the shapes or dtypes it got; every
+function checks its inputs through one helper, :func:`check_inputs`, so each body below is
+just its equation.
+
+Late binding: :func:`attention` calls :func:`masked_softmax`, and
+:class:`MultiHeadAttention` calls :func:`scaled_dot_product_attention`, through this
+module's globals, so ``unittest.mock.patch.object(attnlab.attention, "masked_softmax", fn)``
+swaps a student's function into every model.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from functools import partial
 
 import torch
 from torch import Tensor, nn
@@ -45,42 +54,102 @@ __all__ = [
     "padding_mask",
     "MultiHeadAttention",
     "positional_encoding",
+    "check_inputs",
 ]
 
 ScoreFn = Callable[[Tensor, Tensor], Tensor]
 
 
-# --------------------------------------------------------------------------- shape checks
+# --------------------------------------------------------------------------- input checks
 def _shape(x: Tensor) -> tuple[int, ...]:
     return tuple(x.shape)
 
 
-def _require_tensor(name: str, x: object) -> Tensor:
-    if not isinstance(x, Tensor):
-        raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
-    return x
+def _shapes(tensors: dict[str, Tensor]) -> str:
+    return ", ".join(f"{name} {_shape(x)}" for name, x in tensors.items())
 
 
-def _check_query_keys(query: Tensor, keys: Tensor, same_dim: bool = True) -> None:
-    """Queries (..., m, d_q) and keys (..., n, d_k) with broadcastable batch dimensions."""
-    _require_tensor("query", query)
-    _require_tensor("keys", keys)
-    if query.dim() < 2 or keys.dim() < 2:
+def _check_dtypes(tensors: dict[str, Tensor], weights: torch.dtype | None) -> None:
+    """Tensors, floating point, all of one dtype (that of the weights, if any)."""
+    for name, x in tensors.items():
+        if not isinstance(x, Tensor):
+            raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
+    dtypes = ", ".join(f"{name} {x.dtype}" for name, x in tensors.items())
+    if not all(x.is_floating_point() for x in tensors.values()):
+        raise ValueError(f"attention needs floating-point tensors; got {dtypes}")
+    if len({x.dtype for x in tensors.values()}) > 1:
+        raise ValueError(f"attention needs one floating dtype for all inputs; got {dtypes}")
+    if weights is not None and next(iter(tensors.values())).dtype != weights:
+        raise ValueError(f"inputs must have the dtype of the weights, {weights}; got {dtypes}")
+
+
+def _check_mask(mask: Tensor, target: tuple[int, ...]) -> None:
+    """A boolean mask that broadcasts to ``target`` (..., m, n)."""
+    if not isinstance(mask, Tensor):
+        raise TypeError(f"mask must be a torch.Tensor, got {type(mask).__name__}")
+    if mask.dtype != torch.bool:
         raise ValueError(
-            f"query must be (..., m, d_q) and keys (..., n, d_k), at least 2-D each; "
-            f"got query {_shape(query)} and keys {_shape(keys)}"
-        )
-    if same_dim and query.shape[-1] != keys.shape[-1]:
-        raise ValueError(
-            f"query and keys must have the same last dimension (d_q == d_k); "
-            f"got query {_shape(query)} and keys {_shape(keys)}"
+            f"mask must be a boolean tensor (True = attention allowed); got dtype {mask.dtype}"
         )
     try:
-        torch.broadcast_shapes(query.shape[:-2], keys.shape[:-2])
+        ok = torch.broadcast_shapes(mask.shape, target) == torch.Size(target)
     except RuntimeError:
+        ok = False
+    if not ok:
         raise ValueError(
-            f"batch dimensions of query {_shape(query)} and keys {_shape(keys)} do not broadcast"
-        ) from None
+            f"mask of shape {_shape(mask)} does not broadcast to (..., m, n) = {target}"
+        )
+
+
+def _check_sizes(tensors: dict[str, Tensor], dims: tuple[int | None, ...], same_dim: bool) -> None:
+    """(query, keys[, values]): at least 2-D, the expected last dims, one n, batches broadcast."""
+    xs = list(tensors.values())
+    if any(x.dim() < 2 for x in xs):
+        raise ValueError(
+            f"need (..., m, d_q), (..., n, d_k)[, (..., n, d_v)]; got {_shapes(tensors)}"
+        )
+    if any(d is not None and x.shape[-1] != d for x, d in zip(xs, dims, strict=False)):
+        want = ", ".join(f"(..., {'d' if d is None else d})" for d in dims)
+        raise ValueError(f"expected last dimensions {want}; got {_shapes(tensors)}")
+    if same_dim and xs[0].shape[-1] != xs[1].shape[-1]:
+        raise ValueError(
+            f"queries and keys need the same last dimension (d_q == d_k); got {_shapes(tensors)}"
+        )
+    if len(xs) == 3 and xs[1].shape[-2] != xs[2].shape[-2]:
+        raise ValueError(f"keys and values need the same length n; got {_shapes(tensors)}")
+    try:
+        torch.broadcast_shapes(*(x.shape[:-2] for x in xs))
+    except RuntimeError:
+        raise ValueError(f"batch dimensions do not broadcast: {_shapes(tensors)}") from None
+
+
+def check_inputs(
+    mask: Tensor | None = None,
+    dims: tuple[int | None, ...] = (),
+    same_dim: bool = False,
+    weights: torch.dtype | None = None,
+    **tensors: Tensor,
+) -> None:
+    """The one input check of this module; a clear ValueError (TypeError for non-tensors).
+
+    ``tensors`` by name: one tensor (scores, ``(..., m, n)``), or queries, keys and
+    optionally values (``(..., m, d_q)``, ``(..., n, d_k)``, ``(..., n, d_v)``).  All must be
+    floating point of one dtype; ``dims`` gives expected last dimensions (None: any);
+    ``same_dim`` requires d_q == d_k; ``mask`` must be boolean and broadcast to (..., m, n);
+    ``weights``: the dtype of a module's parameters, which the inputs must share.
+    """
+    _check_dtypes(tensors, weights)
+    xs = list(tensors.values())
+    if len(xs) == 1:  # scores (..., m, n)
+        if xs[0].dim() < 1:
+            raise ValueError(f"scores must have at least one dimension; got {_shapes(tensors)}")
+        target = _shape(xs[0])
+    else:
+        _check_sizes(tensors, dims, same_dim)
+        batch = torch.broadcast_shapes(*(x.shape[:-2] for x in xs))
+        target = (*batch, xs[0].shape[-2], xs[1].shape[-2])
+    if mask is not None:
+        _check_mask(mask, target)
 
 
 # --------------------------------------------------------------------------- score functions
@@ -89,18 +158,18 @@ def dot_score(query: Tensor, keys: Tensor) -> Tensor:
 
     query (..., m, d), keys (..., n, d) -> scores (..., m, n).
     """
-    _check_query_keys(query, keys)
+    check_inputs(same_dim=True, query=query, keys=keys)
     return query @ keys.transpose(-2, -1)  # (..., m, d) @ (..., d, n) = (..., m, n)
 
 
 def scaled_dot_score(query: Tensor, keys: Tensor) -> Tensor:
-    r"""score(q, k) = q^T k / sqrt(d_k): the Transformer's score.
+    r"""score(q, k) = q^T k / sqrt(d_k): the Transformer's score (the only copy of it).
 
     Dividing by sqrt(d_k) keeps the variance of the scores near 1 whatever d_k is, so the
     softmax does not saturate (see the ScaledDotExplorer widget).
     query (..., m, d_k), keys (..., n, d_k) -> scores (..., m, n).
     """
-    _check_query_keys(query, keys)
+    check_inputs(same_dim=True, query=query, keys=keys)
     d_k = keys.shape[-1]
     # QK^T / sqrt(d_k) = (Q / sqrt(d_k)) K^T: scaling Q costs m*d_k operations, not m*n.
     return (query / math.sqrt(d_k)) @ keys.transpose(-2, -1)  # (..., m, n)
@@ -133,12 +202,7 @@ class GeneralScore(nn.Module):
         nn.init.xavier_uniform_(self.W_a)
 
     def forward(self, query: Tensor, keys: Tensor) -> Tensor:
-        _check_query_keys(query, keys, same_dim=False)
-        if query.shape[-1] != self.d_q or keys.shape[-1] != self.d_k:
-            raise ValueError(
-                f"GeneralScore expects query (..., m, {self.d_q}) and keys (..., n, {self.d_k}); "
-                f"got query {_shape(query)} and keys {_shape(keys)}"
-            )
+        check_inputs(dims=(self.d_q, self.d_k), weights=self.W_a.dtype, query=query, keys=keys)
         # s^T W_a h  =  (s^T W_a) h:  (..., m, d_q) @ (d_q, d_k) @ (..., d_k, n) = (..., m, n)
         return (query @ self.W_a) @ keys.transpose(-2, -1)
 
@@ -147,28 +211,32 @@ class GeneralScore(nn.Module):
 
 
 class AdditiveScore(nn.Module):
-    r"""Bahdanau's additive score: score(s, h_i) = v^T tanh(W s + U h_i).
+    r"""Bahdanau's additive score: score(s, h_i) = v^T tanh(W s + U h_i), with **no bias**.
 
-    A one-hidden-layer network of width d_attn applied to every (query, key) pair.
+    Exactly the paper's formula (and the exercise's): W (d_attn, d_q), U (d_attn, d_k) and
+    v (d_attn,) are the only parameters.  A one-hidden-layer network of width d_attn applied
+    to every (query, key) pair.  U h_i does not depend on the query, so a decoder computes
+    it once per source with :meth:`precompute` and passes it back as ``Uh``.
     """
 
     def __init__(self, d_q: int, d_k: int, d_attn: int):
         super().__init__()
         self.d_q, self.d_k, self.d_attn = d_q, d_k, d_attn
         self.W = nn.Linear(d_q, d_attn, bias=False)
-        self.U = nn.Linear(d_k, d_attn, bias=True)
+        self.U = nn.Linear(d_k, d_attn, bias=False)
         self.v = nn.Linear(d_attn, 1, bias=False)
 
-    def forward(self, query: Tensor, keys: Tensor) -> Tensor:
-        _check_query_keys(query, keys, same_dim=False)
-        if query.shape[-1] != self.d_q or keys.shape[-1] != self.d_k:
-            raise ValueError(
-                f"AdditiveScore expects query (..., m, {self.d_q}) and keys "
-                f"(..., n, {self.d_k}); got query {_shape(query)} and keys {_shape(keys)}"
-            )
-        Ws = self.W(query).unsqueeze(-2)  # (..., m, 1, d_attn)
-        Uh = self.U(keys).unsqueeze(-3)  # (..., 1, n, d_attn)
-        return self.v(torch.tanh(Ws + Uh)).squeeze(-1)  # v^T tanh(W s + U h): (..., m, n)
+    def precompute(self, keys: Tensor) -> Tensor:
+        """U h_i for every key: keys (..., n, d_k) -> (..., n, d_attn)."""
+        return self.U(keys)
+
+    def forward(self, query: Tensor, keys: Tensor, Uh: Tensor | None = None) -> Tensor:
+        """query (..., m, d_q), keys (..., n, d_k) -> scores (..., m, n); ``Uh`` from
+        :meth:`precompute` (these keys) saves recomputing U h_i."""
+        check_inputs(dims=(self.d_q, self.d_k), weights=self.W.weight.dtype, query=query, keys=keys)
+        Ws = self.W(query).unsqueeze(-2)  # W s: (..., m, 1, d_attn)
+        Uh = (self.U(keys) if Uh is None else Uh).unsqueeze(-3)  # U h_i: (..., 1, n, d_attn)
+        return self.v(torch.tanh(Ws + Uh)).squeeze(-1)  # v^T tanh(W s + U h_i): (..., m, n)
 
     def extra_repr(self) -> str:
         return f"d_q={self.d_q}, d_k={self.d_k}, d_attn={self.d_attn}"
@@ -182,35 +250,18 @@ def make_score(name: str, d_q: int, d_k: int, d_attn: int | None = None) -> nn.M
     """Build one of the four scores by name: "dot", "scaled_dot", "general", "additive"."""
     if name in ("dot", "scaled_dot") and d_q != d_k:
         raise ValueError(f"the {name!r} score needs d_q == d_k; got d_q={d_q}, d_k={d_k}")
-    if name == "dot":
-        return DotScore()
-    if name == "scaled_dot":
-        return ScaledDotScore()
-    if name == "general":
-        return GeneralScore(d_q, d_k)
-    if name == "additive":
-        return AdditiveScore(d_q, d_k, d_attn or d_k)
-    raise ValueError(f"unknown score {name!r}; choose one of {', '.join(SCORES)}")
+    builders = {
+        "dot": DotScore,
+        "scaled_dot": ScaledDotScore,
+        "general": partial(GeneralScore, d_q, d_k),
+        "additive": partial(AdditiveScore, d_q, d_k, d_attn or d_k),
+    }
+    if name not in builders:
+        raise ValueError(f"unknown score {name!r}; choose one of {', '.join(SCORES)}")
+    return builders[name]()
 
 
 # --------------------------------------------------------------------------- softmax and masks
-def _check_mask(mask: Tensor, target_shape: torch.Size, what: str = "scores") -> None:
-    _require_tensor("mask", mask)
-    if mask.dtype != torch.bool:
-        raise ValueError(
-            f"mask must be a boolean tensor (True = attention allowed); got dtype {mask.dtype}"
-        )
-    try:
-        ok = torch.broadcast_shapes(mask.shape, target_shape) == target_shape
-    except RuntimeError:
-        ok = False
-    if not ok:
-        raise ValueError(
-            f"mask of shape {_shape(mask)} does not broadcast to {what} of shape "
-            f"{tuple(target_shape)}"
-        )
-
-
 def masked_softmax(scores: Tensor, mask: Tensor | None = None) -> Tensor:
     r"""alpha_{t,i} = exp(score_{t,i}) / sum_{i' allowed} exp(score_{t,i'}) over the last dim.
 
@@ -218,12 +269,9 @@ def masked_softmax(scores: Tensor, mask: Tensor | None = None) -> Tensor:
     Masked positions get exactly 0.  A row where nothing is allowed is all zeros (never NaN).
     Numerically stable: the row maximum is subtracted first, so scores of 1e4 are fine.
     """
-    _require_tensor("scores", scores)
-    if scores.dim() < 1:
-        raise ValueError(f"scores must have at least one dimension; got shape {_shape(scores)}")
+    check_inputs(mask=mask, scores=scores)
     if mask is None:
         return torch.softmax(scores, dim=-1)
-    _check_mask(mask, scores.shape)
     # Forbidden scores -> the most negative float, so exp(score - row max) underflows to 0.
     # (Not -inf: a row with nothing allowed would give exp(-inf - -inf) = NaN.)
     lowest = torch.finfo(scores.dtype).min
@@ -259,6 +307,18 @@ def padding_mask(lengths: Tensor | list[int], n: int) -> Tensor:
 
 
 # --------------------------------------------------------------------------- attention
+def _score_fn(score: ScoreFn | str) -> ScoreFn:
+    """A score given by name ("dot", "scaled_dot") as its function; callables unchanged."""
+    if not isinstance(score, str):
+        return score
+    if score not in ("dot", "scaled_dot"):
+        raise ValueError(
+            f"score by name must be 'dot' or 'scaled_dot' (the others have weights: "
+            f"pass GeneralScore(...) or AdditiveScore(...)); got {score!r}"
+        )
+    return dot_score if score == "dot" else scaled_dot_score
+
+
 def attention(
     query: Tensor,
     keys: Tensor,
@@ -273,29 +333,9 @@ def attention(
     parameter-free "dot" and "scaled_dot"), mask broadcastable to (..., m, n).
     Returns ``(context, alpha)``: context (..., m, d_v), alpha (..., m, n).
     """
-    _require_tensor("values", values)
-    _check_query_keys(query, keys, same_dim=False)
-    if values.dim() < 2 or values.shape[-2] != keys.shape[-2]:
-        raise ValueError(
-            f"values must be (..., n, d_v) with the same n as keys; "
-            f"got keys {_shape(keys)} and values {_shape(values)}"
-        )
-    try:
-        torch.broadcast_shapes(query.shape[:-2], keys.shape[:-2], values.shape[:-2])
-    except RuntimeError:
-        raise ValueError(
-            f"batch dimensions do not broadcast: query {_shape(query)}, keys {_shape(keys)}, "
-            f"values {_shape(values)}"
-        ) from None
-    if isinstance(score, str):
-        if score not in ("dot", "scaled_dot"):
-            raise ValueError(
-                f"score by name must be 'dot' or 'scaled_dot' (the others have weights: "
-                f"pass GeneralScore(...) or AdditiveScore(...)); got {score!r}"
-            )
-        score = dot_score if score == "dot" else scaled_dot_score
-    scores = score(query, keys)  # (..., m, n)
-    alpha = masked_softmax(scores, mask)  # alpha_{t,i}, rows sum to 1 over allowed keys
+    check_inputs(mask=mask, query=query, keys=keys, values=values)
+    scores = _score_fn(score)(query, keys)  # e_{t,i} = score(s_t, h_i): (..., m, n)
+    alpha = masked_softmax(scores, mask)  # alpha_{t,i} = softmax_i(e_{t,i})
     context = alpha @ values  # c_t = sum_i alpha_{t,i} h_i: (..., m, d_v)
     return context, alpha
 
@@ -308,26 +348,8 @@ def scaled_dot_product_attention(
     Q (..., m, d_k), K (..., n, d_k), V (..., n, d_v), mask broadcastable to (..., m, n).
     Returns ``(output, weights)``: output (..., m, d_v), weights (..., m, n).
     """
-    for name, x in (("Q", Q), ("K", K), ("V", V)):
-        _require_tensor(name, x)
-    if Q.dim() < 2 or K.dim() < 2 or V.dim() < 2:
-        raise ValueError(
-            f"Q, K, V must be at least 2-D; got Q {_shape(Q)}, K {_shape(K)}, V {_shape(V)}"
-        )
-    if Q.shape[-1] != K.shape[-1] or K.shape[-2] != V.shape[-2]:
-        raise ValueError(
-            f"need Q (..., m, d_k), K (..., n, d_k), V (..., n, d_v); "
-            f"got Q {_shape(Q)}, K {_shape(K)}, V {_shape(V)}"
-        )
-    try:
-        torch.broadcast_shapes(Q.shape[:-2], K.shape[:-2], V.shape[:-2])
-    except RuntimeError:
-        raise ValueError(
-            f"batch dimensions do not broadcast: Q {_shape(Q)}, K {_shape(K)}, V {_shape(V)}"
-        ) from None
-    d_k = Q.shape[-1]
-    # QK^T / sqrt(d_k) = (Q / sqrt(d_k)) K^T: scaling Q costs m*d_k operations, not m*n.
-    scores = (Q / math.sqrt(d_k)) @ K.transpose(-2, -1)  # (..., m, n)
+    check_inputs(mask=mask, same_dim=True, Q=Q, K=K, V=V)
+    scores = scaled_dot_score(Q, K)  # Q K^T / sqrt(d_k): (..., m, n)
     weights = masked_softmax(scores, mask)  # softmax over the keys
     return weights @ V, weights  # (..., m, d_v), (..., m, n)
 
@@ -366,52 +388,30 @@ class MultiHeadAttention(nn.Module):
     def forward(
         self, query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None = None
     ) -> tuple[Tensor, Tensor]:
-        for name, x in (("query", query), ("key", key), ("value", value)):
-            _require_tensor(name, x)
-            if x.dim() < 2 or x.shape[-1] != self.d_model:
-                raise ValueError(
-                    f"MultiHeadAttention(d_model={self.d_model}) needs query (..., m, "
-                    f"{self.d_model}), key and value (..., n, {self.d_model}); got query "
-                    f"{_shape(query)}, key {_shape(key)}, value {_shape(value)}"
-                )
-        if key.shape[-2] != value.shape[-2]:
-            raise ValueError(
-                f"key and value must have the same length n; got query {_shape(query)}, "
-                f"key {_shape(key)}, value {_shape(value)}"
-            )
-        try:
-            batch = torch.broadcast_shapes(query.shape[:-2], key.shape[:-2], value.shape[:-2])
-        except RuntimeError:
-            raise ValueError(
-                f"batch dimensions do not broadcast: query {_shape(query)}, key {_shape(key)}, "
-                f"value {_shape(value)}"
-            ) from None
-        m, n = query.shape[-2], key.shape[-2]
-        if mask is not None:
-            _check_mask(mask, torch.Size((*batch, m, n)), what="(..., m, n)")
-            if mask.dim() >= 3:
-                mask = mask.unsqueeze(-3)  # the same mask for every head: (..., 1, m, n)
-        Q = self._split_heads(self.W_q(query))  # (..., h, m, d_k)
-        K = self._split_heads(self.W_k(key))  # (..., h, n, d_k)
-        V = self._split_heads(self.W_v(value))  # (..., h, n, d_k)
-        # head_i = softmax(Q_i K_i^T / sqrt(d_k)) V_i, all heads at once.  Dropout (training
-        # only) drops attention weights, as torch.nn.MultiheadAttention does; the returned
-        # weights are the softmax itself.
-        scores = scaled_dot_score(Q, K)  # (..., h, m, n)
-        weights = masked_softmax(scores, mask)  # alpha of every head: (..., h, m, n)
-        heads = self.dropout(weights) @ V  # (..., h, m, d_k)
+        d = self.d_model
+        dtype = self.W_q.weight.dtype
+        check_inputs(mask=mask, dims=(d, d, d), weights=dtype, query=query, key=key, value=value)
+        if mask is not None and mask.dim() >= 3:
+            mask = mask.unsqueeze(-3)  # the same mask for every head: (..., 1, m, n)
+        Q = self._split_heads(self.W_q(query))  # Q W_i^Q for every head: (..., h, m, d_k)
+        K = self._split_heads(self.W_k(key))  # K W_i^K: (..., h, n, d_k)
+        V = self._split_heads(self.W_v(value))  # V W_i^V: (..., h, n, d_k)
+        heads, weights = scaled_dot_product_attention(Q, K, V, mask)  # head_i: (..., h, m, d_k)
+        if self.training and self.dropout.p > 0:  # like torch: drop weights, not the output
+            heads = self.dropout(weights) @ V
         concat = heads.transpose(-3, -2).flatten(-2)  # Concat(head_1..head_h): (..., m, d_model)
         return self.W_o(concat), weights  # (..., m, d_model), (..., h, m, n)
 
     @classmethod
     def from_torch(cls, twin: nn.MultiheadAttention) -> MultiHeadAttention:
-        """The same layer as a ``torch.nn.MultiheadAttention`` (with biases), weights copied.
+        """The same layer as a ``torch.nn.MultiheadAttention``, weights copied, same mode.
 
         torch stacks W_q, W_k, W_v into ``in_proj_weight`` (3 d_model, d_model); both compute
         y = x W^T + b, so the copies give the same outputs and the same per-head weights.
+        Refuses (ValueError) what this layer cannot hold: ``add_bias_kv``,
+        ``add_zero_attn``, ``kdim``/``vdim`` other than ``embed_dim``, missing biases.
         """
-        if twin.in_proj_weight is None or twin.in_proj_bias is None:
-            raise ValueError("from_torch needs a MultiheadAttention with in_proj_weight and bias")
+        _check_copyable(twin)
         mha = cls(twin.embed_dim, twin.num_heads, dropout=twin.dropout)
         w_q, w_k, w_v = twin.in_proj_weight.detach().chunk(3)  # each (d_model, d_model)
         b_q, b_k, b_v = twin.in_proj_bias.detach().chunk(3)
@@ -421,10 +421,30 @@ class MultiHeadAttention(nn.Module):
                 layer.bias.copy_(b)
             mha.W_o.weight.copy_(twin.out_proj.weight)
             mha.W_o.bias.copy_(twin.out_proj.bias)
-        return mha
+        return mha.train(twin.training)
 
     def extra_repr(self) -> str:
         return f"d_model={self.d_model}, num_heads={self.num_heads}"
+
+
+def _check_copyable(twin: object) -> None:
+    """ValueError naming what a torch.nn.MultiheadAttention has that MultiHeadAttention lacks."""
+    if not isinstance(twin, nn.MultiheadAttention):
+        raise TypeError(
+            f"from_torch needs a torch.nn.MultiheadAttention, got {type(twin).__name__}"
+        )
+    problems = [
+        ("add_bias_kv=True (bias_k, bias_v)", twin.bias_k is not None),
+        ("add_zero_attn=True", twin.add_zero_attn),
+        (
+            f"kdim={twin.kdim}, vdim={twin.vdim} != embed_dim={twin.embed_dim}",
+            not twin._qkv_same_embed_dim,
+        ),
+        ("bias=False", twin.in_proj_bias is None or twin.out_proj.bias is None),
+    ]
+    found = [what for what, bad in problems if bad]
+    if found:
+        raise ValueError(f"from_torch cannot copy a MultiheadAttention with {'; '.join(found)}")
 
 
 # --------------------------------------------------------------------------- positions

@@ -1,31 +1,78 @@
-"""Shipped models: safetensors weights + a JSON card, read without unpickling anything.
+"""Shipped models: safetensors weights + a signed JSON card, read without unpickling anything.
 
-A checkpoint ``NAME`` is two files in ``src/attnlab/checkpoints/``:
+A checkpoint ``NAME`` in a folder (the package's is ``src/attnlab/checkpoints/``) is two files:
 
-* ``NAME.safetensors``: the state dict (plain tensors; safetensors cannot hold code);
 * ``NAME.json``: the card: kind, task, model config, vocabularies, seed, steps, training
-  seconds, held-out accuracy, torch version, and the SHA-256 of the weights file.
+  seconds, held-out accuracy, torch version, ``weights_file``, ``weights_sha256`` and
+  ``checksum``;
+* ``NAME.<first 16 hex digits of its SHA-256>.safetensors``: the state dict (plain tensors;
+  safetensors cannot hold code), the file the card's ``weights_file`` names.
 
-``load(name)`` (also ``attnlab.load``) rebuilds the model from the card and loads the
-weights; ``model.card`` is the card.  A missing file raises :class:`FileNotFoundError`, and a
-damaged one (bad JSON, bad safetensors, a checksum or shape mismatch) :class:`CheckpointError`;
-both name the file.
+**Signed.** ``checksum`` is the SHA-256 of the card's canonical JSON without the ``checksum``
+field (``json.dumps(card, sort_keys=True, separators=(",", ":"))``); the card holds the
+weights' SHA-256, so the checksum covers the card and the weights together.  A card without
+a checksum, or whose checksum or weights do not match, is refused.  (The checksum catches
+damage and edits, not forgery: anyone can recompute it; the bounds below are what make a
+crafted card harmless.)
+
+**Never a mix.** The card is the manifest and is written last: :func:`save` writes the new
+weights under their own, content-addressed name, then replaces the card in one atomic rename
+(the moment the new pair takes effect), then deletes the weights the old card named.  A
+reader sees the old card with the old weights or the new card with the new weights; if the
+old weights vanish between its reading the card and opening them, :func:`load` reads the
+card again once.  Every file is written to a temporary file in the same folder and renamed;
+after any failure or Ctrl+C the temporary files are removed and the old pair is untouched.
+
+**Bounded.** :func:`load` refuses a card over 1 MB or weights over 64 MB before parsing them,
+checks every field of the card (kind known to :mod:`attnlab.registry`, config values of the
+right type within bounds, vocabularies of distinct single characters) before building any
+tensor, builds the model on torch's ``meta`` device first to compare its shapes with the
+weights file's header, and only then allocates it.
+
+``load(name)`` (also ``attnlab.load``) returns the model in eval mode, ``model.card`` set.  A
+missing file raises :class:`FileNotFoundError`, a damaged or crafted one
+:class:`CheckpointError`; both name the file.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import math
+import os
+import re
+import secrets
+import typing
+from dataclasses import fields
 from pathlib import Path
+from unittest import mock
 
+import torch
+from safetensors import SafetensorError
+from safetensors.torch import load as load_tensors
+from safetensors.torch import save as save_tensors
+
+from attnlab.attention import SCORES
 from attnlab.data import Vocab
+from attnlab.registry import MODEL_KINDS, build_model
 
-__all__ = ["CHECKPOINT_DIR", "SHIPPED", "CheckpointError", "available", "load", "save"]
+__all__ = [
+    "CHECKPOINT_DIR",
+    "SHIPPED",
+    "CheckpointError",
+    "available",
+    "checksum",
+    "load",
+    "load_card",
+    "read_card",
+    "save",
+    "weights_path",
+    "write_atomic",
+]
 
 CHECKPOINT_DIR = Path(__file__).resolve().parent / "checkpoints"
 
-#: The models the package ships (``python -m attnlab.train --all`` and
-#: ``python -m attnlab.experiments.length`` write them).
+#: The models the package ships (``make train`` writes them).
 SHIPPED = (
     "rnnenc-dates",
     "rnnsearch-dates",
@@ -34,108 +81,312 @@ SHIPPED = (
     "rnnsearch-reverse",
     "rnnenc-reverse-30",
     "rnnsearch-reverse-30",
+    "rnnsearch-dates-dot",
+    "rnnsearch-dates-scaled",
+    "rnnsearch-dates-general",
+    "rnnsearch-dates-additive",
 )
+
+FORMAT = 2  # the card's "format": 2 = signed card, content-addressed weights
+MAX_CARD_BYTES = 1_000_000
+MAX_WEIGHTS_BYTES = 64_000_000
+MAX_VOCAB = 256  # characters per vocabulary
+#: Bounds of the integer config fields (any other integer field: 1..4096).
+INT_BOUNDS = {"num_layers": (1, 16), "num_heads": (1, 64), "max_src_len": (1, 1000)}
+INT_BOUNDS["max_tgt_len"] = INT_BOUNDS["max_src_len"]
+SIZE_BOUNDS = (1, 4096)
+STR_CHOICES = {"score": tuple(SCORES)}  # text config fields -> the values allowed
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,99}")
+WEIGHTS_FILE = re.compile(r"([A-Za-z0-9][A-Za-z0-9_-]{0,99})\.[0-9a-f]{16}\.safetensors")
+HEX64 = re.compile(r"[0-9a-f]{64}")
 
 
 class CheckpointError(ValueError):
     """A checkpoint file exists but cannot be read (its message names the file)."""
 
 
+def _folder(directory: Path | str | None) -> Path:
+    return Path(directory) if directory is not None else CHECKPOINT_DIR
+
+
 def available(directory: Path | str | None = None) -> list[str]:
     """Names that :func:`load` accepts: the shipped ones and any card in ``directory``."""
-    folder = Path(directory) if directory is not None else CHECKPOINT_DIR
+    folder = _folder(directory)
     found = {p.stem for p in folder.glob("*.json")} if folder.is_dir() else set()
-    return sorted(set(SHIPPED) | found)
+    return sorted(set(SHIPPED) | {n for n in found if NAME.fullmatch(n)})
 
 
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+# --------------------------------------------------------------------------- writing
+def write_atomic(path: Path, data: bytes | str) -> None:
+    """Write ``data`` to a temporary file beside ``path``, then rename it onto ``path``.
+
+    A reader sees the old file or the new one; on any failure (Ctrl+C included) the temporary
+    file is removed and ``path`` is untouched.
+    """
+    path = Path(path)
+    data = data.encode() if isinstance(data, str) else data
+    tmp = path.parent / f".{path.name}.{secrets.token_hex(4)}.tmp"
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        tmp.chmod(0o644)  # readable by everyone, like the rest of the package
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def checksum(card: dict) -> str:
+    """SHA-256 of the card's canonical JSON without its ``checksum`` field."""
+    body = {k: v for k, v in card.items() if k != "checksum"}
+    text = json.dumps(body, sort_keys=True, separators=(",", ":"), allow_nan=False)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _old_weights(folder: Path, name: str) -> list[Path]:
+    return [*folder.glob(f"{name}.*.safetensors"), folder / f"{name}.safetensors"]
 
 
 def save(model, name: str, card: dict, directory: Path | str | None = None) -> Path:
-    """Write ``NAME.safetensors`` and ``NAME.json`` into ``directory``; returns the weights path."""
-    from safetensors.torch import save_file
-
-    folder = Path(directory) if directory is not None else CHECKPOINT_DIR
+    """Write the checkpoint ``name`` (weights, then the signed card) into ``directory``
+    (default: the package's folder); returns the weights path.  See the module docstring."""
+    if not isinstance(name, str) or not NAME.fullmatch(name):
+        raise ValueError(f"a checkpoint name is letters, digits, '-' and '_'; got {name!r}")
+    folder = _folder(directory)
     folder.mkdir(parents=True, exist_ok=True)
-    weights, card_path = folder / f"{name}.safetensors", folder / f"{name}.json"
-    tmp_weights, tmp_card = weights.with_suffix(".tmp-w"), card_path.with_suffix(".tmp-c")
-    state = {k: v.detach().contiguous() for k, v in model.state_dict().items()}
-    save_file(state, str(tmp_weights), metadata={"name": name, "kind": model.kind})
-    tmp_weights.chmod(0o644)  # readable by everyone, like the rest of the package
-    card = {**card, "weights_file": weights.name, "weights_sha256": _sha256(tmp_weights)}
-    tmp_card.write_text(json.dumps(card, indent=1) + "\n")
-    tmp_weights.replace(weights)  # both files change at (nearly) the same moment
-    tmp_card.replace(card_path)
+    state = {k: v.detach().contiguous().cpu() for k, v in model.state_dict().items()}
+    data = save_tensors(state, metadata={"name": name, "kind": model.kind})
+    digest = hashlib.sha256(data).hexdigest()
+    weights = folder / f"{name}.{digest[:16]}.safetensors"
+    extra = {"name": name, "kind": model.kind, "format": FORMAT}
+    extra.update(weights_file=weights.name, weights_sha256=digest)
+    card = json.loads(json.dumps({**card, **extra}, allow_nan=False))  # as it will read back
+    card["checksum"] = checksum(card)
+    text = json.dumps(card, indent=1) + "\n"
+    _check_card(card, folder / f"{name}.json", len(text.encode()))  # never write what load refuses
+    existed = weights.exists()
+    try:
+        write_atomic(weights, data)
+        write_atomic(folder / f"{name}.json", text)  # the commit point: the new pair is in
+    except BaseException:
+        if not existed:
+            weights.unlink(missing_ok=True)
+        raise
+    for old in _old_weights(folder, name):
+        if old != weights:
+            old.unlink(missing_ok=True)
     return weights
 
 
-def _paths(name: str | Path, directory: Path | str | None) -> tuple[Path, Path]:
-    """(card, weights) paths for a shipped name, or for a path to either file."""
-    p = Path(name)
-    if isinstance(name, Path) or p.suffix in (".json", ".safetensors") or len(p.parts) > 1:
-        return p.with_suffix(".json"), p.with_suffix(".safetensors")
-    if not isinstance(name, str) or name not in available(directory):
-        raise ValueError(f"unknown model {name!r}; choose one of {', '.join(available(directory))}")
-    folder = Path(directory) if directory is not None else CHECKPOINT_DIR
-    return folder / f"{name}.json", folder / f"{name}.safetensors"
+# --------------------------------------------------------------------------- checking a card
+def _fail(path: Path, why: str) -> CheckpointError:
+    return CheckpointError(f"corrupted checkpoint card {path}: {why}")
 
 
-def read_card(path: Path) -> dict:
-    """The JSON card at ``path`` (FileNotFoundError / CheckpointError naming it)."""
+def _check_vocab(chars: object, what: str, path: Path) -> None:
+    if not isinstance(chars, list) or not 1 <= len(chars) <= MAX_VOCAB:
+        raise _fail(path, f"{what} must be a list of 1 to {MAX_VOCAB} characters")
+    if not all(isinstance(c, str) and len(c) == 1 for c in chars):
+        raise _fail(path, f"{what} must hold single characters")
+    if len(set(chars)) != len(chars):
+        raise _fail(path, f"{what} repeats a character")
+
+
+def _check_value(key: str, value: object, kind: object, path: Path) -> None:
+    if kind is bool or kind == "bool":
+        ok = isinstance(value, bool)
+    elif kind is int or kind == "int":
+        lo, hi = INT_BOUNDS.get(key, SIZE_BOUNDS)
+        ok = type(value) is int and lo <= value <= hi
+    elif kind is float or kind == "float":
+        ok = type(value) in (int, float) and math.isfinite(value) and 0 <= value <= 1e6
+    else:  # str: a name, one of a known set (RNNSearch's score)
+        ok = isinstance(value, str) and value in STR_CHOICES.get(key, (value,)) and len(value) <= 64
+    if not ok:
+        raise _fail(path, f"config value {key}={value!r} is out of bounds or of the wrong type")
+
+
+def _check_config(config: object, config_class: type, path: Path) -> None:
+    if not isinstance(config, dict):
+        raise _fail(path, "'config' must be an object")
+    hints = typing.get_type_hints(config_class)
+    allowed = {f.name for f in fields(config_class)}
+    unknown = sorted(set(config) - allowed)
+    if unknown:
+        raise _fail(path, f"unknown config field {unknown[0][:40]!r}")
+    for key, value in config.items():
+        _check_value(key, value, hints.get(key, str), path)
+    d_model, heads = config.get("d_model"), config.get("num_heads")
+    if isinstance(d_model, int) and isinstance(heads, int) and d_model % heads:
+        raise _fail(path, f"num_heads={heads} does not divide d_model={d_model}")
+
+
+def _check_signature(card: dict, path: Path) -> None:
+    if "checksum" not in card:
+        raise _fail(path, "it has no checksum (an unsigned or old card)")
+    if not isinstance(card["checksum"], str) or card["checksum"] != checksum(card):
+        raise _fail(path, "its checksum does not match its contents (edited or damaged)")
+    if card.get("format") != FORMAT:
+        raise _fail(path, f"format {card.get('format')!r} is not {FORMAT}")
+    if not WEIGHTS_FILE.fullmatch(str(card.get("weights_file"))):
+        raise _fail(path, "'weights_file' is not a weights file name")
+    if not HEX64.fullmatch(str(card.get("weights_sha256"))):
+        raise _fail(path, "'weights_sha256' is not a SHA-256")
+
+
+def _check_numbers(card: dict, path: Path) -> None:
+    acc = card.get("heldout_accuracy", 0.0)
+    if type(acc) not in (int, float) or not 0 <= acc <= 1:
+        raise _fail(path, "'heldout_accuracy' must be a number in [0, 1]")
+    for key in ("steps", "parameters", "seed"):
+        value = card.get(key, 0)
+        if type(value) is not int or not 0 <= value < 2**64:
+            raise _fail(path, f"{key!r} must be a non-negative integer")
+
+
+def _check_card(card: object, path: Path, size: int) -> None:
+    if size > MAX_CARD_BYTES:
+        raise _fail(path, f"it is larger than {MAX_CARD_BYTES} bytes")
+    if not isinstance(card, dict):
+        raise _fail(path, "it is not a JSON object")
+    _check_signature(card, path)
+    if not isinstance(card.get("kind"), str) or card["kind"] not in MODEL_KINDS:
+        raise _fail(path, f"unknown kind; choose one of {', '.join(MODEL_KINDS)}")
+    _check_config(card.get("config"), MODEL_KINDS[card["kind"]].config_class, path)
+    _check_vocab(card.get("src_vocab"), "src_vocab", path)
+    _check_vocab(card.get("tgt_vocab"), "tgt_vocab", path)
+    _check_numbers(card, path)
+
+
+def _no_constants(name: str) -> None:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def read_card(path: Path | str) -> dict:
+    """The checked card at ``path`` (FileNotFoundError / CheckpointError naming it)."""
+    path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"checkpoint card not found: {path}")
+    with path.open("rb") as f:
+        raw = f.read(MAX_CARD_BYTES + 1)  # never more than this in memory
+    if len(raw) > MAX_CARD_BYTES:
+        raise _fail(path, f"it is larger than {MAX_CARD_BYTES} bytes")
     try:
-        card = json.loads(path.read_text())
-        if not isinstance(card, dict) or "kind" not in card or "config" not in card:
-            raise ValueError("it is not a model card (no 'kind' or 'config')")
+        card = json.loads(raw.decode("utf-8"), parse_constant=_no_constants)
+    except RecursionError:
+        raise _fail(path, "its JSON is nested too deeply") from None
     except (ValueError, UnicodeDecodeError) as err:
-        raise CheckpointError(f"corrupted checkpoint card {path}: {err}") from None
+        raise _fail(path, str(err).splitlines()[0]) from None
+    _check_card(card, path, len(raw))
     return card
 
 
-def _build(card: dict, path: Path):
-    from attnlab.seq2seq import RNNConfig, RNNEncDec, RNNSearch
-    from attnlab.transformer import Transformer, TransformerConfig
+# --------------------------------------------------------------------------- loading
+def _card_path(name: str | Path, directory: Path | str | None) -> Path:
+    """The card's path for a name (shipped or in ``directory``) or a path to either file."""
+    if not isinstance(name, (str, Path)):
+        raise ValueError(f"a checkpoint is a name or a path; got {type(name).__name__}")
+    p = Path(name)
+    if isinstance(name, Path) or p.suffix in (".json", ".safetensors") or len(p.parts) > 1:
+        return p.parent / f"{p.name.split('.')[0]}.json"
+    if name not in available(directory):
+        shown = name if len(name) <= 40 else name[:40] + "..."
+        raise ValueError(
+            f"unknown model {shown!r}; choose one of {', '.join(available(directory))}"
+        )
+    return _folder(directory) / f"{name}.json"
 
-    classes = {
-        "rnnencdec": (RNNEncDec, RNNConfig),
-        "rnnsearch": (RNNSearch, RNNConfig),
-        "transformer": (Transformer, TransformerConfig),
-    }
+
+def weights_path(name: str | Path, directory: Path | str | None = None) -> Path:
+    """The weights file of checkpoint ``name`` (as its card names it)."""
+    card_path = _card_path(name, directory)
+    return card_path.parent / read_card(card_path)["weights_file"]
+
+
+def load_card(name: str | Path, directory: Path | str | None = None) -> dict:
+    """The checked card of checkpoint ``name``, without building the model."""
+    return read_card(_card_path(name, directory))
+
+
+def _read_weights(path: Path) -> bytes:
+    if not path.is_file():
+        raise FileNotFoundError(f"checkpoint weights not found: {path}")
+    with path.open("rb") as f:
+        data = f.read(MAX_WEIGHTS_BYTES + 1)
+    if len(data) > MAX_WEIGHTS_BYTES:
+        raise CheckpointError(f"corrupted checkpoint {path}: larger than {MAX_WEIGHTS_BYTES} bytes")
+    return data
+
+
+def _read_pair(card_path: Path) -> tuple[dict, Path, bytes]:
+    """The card and its weights' bytes, reading the card again if a save replaced the pair."""
+    card = read_card(card_path)
+    path = card_path.parent / card["weights_file"]
     try:
-        cls, config_cls = classes[card["kind"]]
-        config = config_cls(**card["config"])
-        return cls(Vocab(card["src_vocab"]), Vocab(card["tgt_vocab"]), config)
-    except (KeyError, TypeError, ValueError) as err:
-        raise CheckpointError(f"corrupted checkpoint card {path}: {err!r}") from None
+        data = _read_weights(path)
+    except FileNotFoundError:
+        again = read_card(card_path)
+        if again == card:
+            raise
+        card, path = again, card_path.parent / again["weights_file"]
+        data = _read_weights(path)
+    if hashlib.sha256(data).hexdigest() != card["weights_sha256"]:
+        raise CheckpointError(f"corrupted checkpoint {path}: its SHA-256 does not match the card's")
+    return card, path, data
+
+
+def _header_shapes(data: bytes, path: Path) -> dict[str, list[int]]:
+    """Tensor name -> shape from the safetensors header (8-byte length, then JSON)."""
+    try:
+        n = int.from_bytes(data[:8], "little")
+        if not 0 < n <= min(len(data) - 8, MAX_CARD_BYTES):
+            raise ValueError("bad header length")
+        header = json.loads(data[8 : 8 + n])
+        return {k: list(v["shape"]) for k, v in header.items() if k != "__metadata__"}
+    except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as err:
+        raise CheckpointError(f"corrupted checkpoint {path}: {err}") from None
+
+
+def _meta_normal(tensor, *args, **kwargs):
+    # nn.Embedding initialises with init.normal_, whose meta kernel imports torch._dynamo
+    # (5 s, measured): a meta tensor holds no values, so there is nothing to draw.
+    return tensor if tensor.is_meta else _NORMAL(tensor, *args, **kwargs)
+
+
+_NORMAL = torch.nn.init.normal_
+
+
+def _build(card: dict, card_path: Path, shapes: dict[str, list[int]], weights: Path):
+    """The model the card describes, once its shapes on the meta device match the weights'."""
+    args = (card["kind"], Vocab(card["src_vocab"]), Vocab(card["tgt_vocab"]), card["config"])
+    try:
+        with torch.device("meta"), mock.patch.object(torch.nn.init, "normal_", _meta_normal):
+            meta = build_model(*args)  # shapes only: no memory
+    except (ValueError, TypeError) as err:
+        raise _fail(card_path, str(err).splitlines()[0]) from None
+    expected = {k: list(v.shape) for k, v in meta.state_dict().items()}
+    if expected != shapes:
+        raise CheckpointError(
+            f"corrupted checkpoint {weights}: its tensors do not match the card's model"
+        )
+    return build_model(*args)
 
 
 def load(name: str | Path, directory: Path | str | None = None):
-    """The shipped model ``name`` (e.g. "rnnsearch-dates"), or the checkpoint at a path.
-
-    Reads the card, builds the model, and loads the weights with safetensors (no pickle);
-    returns the model in eval mode with ``model.card`` set.
+    """The shipped model ``name`` (e.g. "rnnsearch-dates"), one in ``directory``, or the
+    checkpoint at a path (to either file).  Returns the model in eval mode, ``model.card`` set.
     """
-    from safetensors import SafetensorError
-    from safetensors.torch import load_file
-
-    card_path, weights_path = _paths(name, directory)
-    card = read_card(card_path)
-    model = _build(card, card_path)
-    if not weights_path.is_file():
-        raise FileNotFoundError(f"checkpoint weights not found: {weights_path}")
-    expected = card.get("weights_sha256")
-    if expected is not None and _sha256(weights_path) != expected:
-        raise CheckpointError(
-            f"corrupted checkpoint {weights_path}: its SHA-256 does not match the card's"
-        )
+    card_path = _card_path(name, directory)
+    card, path, data = _read_pair(card_path)
+    model = _build(card, card_path, _header_shapes(data, path), path)
     try:
-        state = load_file(str(weights_path))
-        model.load_state_dict(state, strict=True)
+        model.load_state_dict(load_tensors(data), strict=True)
     except (SafetensorError, RuntimeError, ValueError, OSError) as err:
         first = str(err).splitlines()[0] if str(err) else type(err).__name__
-        raise CheckpointError(f"corrupted checkpoint {weights_path}: {first}") from None
+        raise CheckpointError(f"corrupted checkpoint {path}: {first}") from None
     model.eval()
     model.card = card
     return model

@@ -129,10 +129,6 @@ class Vocab:
         """The characters (not the specials), for a JSON card."""
         return list(self.chars)
 
-    @classmethod
-    def from_list(cls, chars: Sequence[str]) -> Vocab:
-        return cls(chars)
-
 
 def unknown_message(bad: Sequence[str], limit: int = 8) -> str:
     """One line naming the unknown characters, e.g. ``never seen: 'x', 'é'``."""

@@ -1,44 +1,54 @@
-r"""Decoding: greedy, beam search, and ``steps()``, which exposes alpha at every output step.
+r"""Decoding: :func:`decode` (greedy or beam search) returns one :class:`Decoding` per text::
 
-Every model (``RNNEncDec``, ``RNNSearch``, ``Transformer``) is a :class:`Seq2SeqModel` and
-decodes through the same two batched calls:
+    d = decode(attnlab.load("rnnsearch-dates"), "3 May 1979")
+    d.text                    # '1979-05-03'
+    d.alpha.shape             # (L, h, T, n) = (1, 1, 10, 11)
 
-* ``state = model.start(src, src_len)``: encode the source ids ``src`` (B, n);
-* ``out = model.step(state, y_prev)``: one decoder step from the previous output tokens
-  y_{t-1} (B,), returning a :class:`StepOutput` with the logits (B, V) of y_t, the attention
-  weights alpha_t over the source, the context c_t (or None) and the new state.
+The text is checked once (:meth:`attnlab.models.Seq2SeqModel.prepare`); then the output is
+searched step by step (``model.start`` / ``model.step``, see :mod:`attnlab.models`) and read
+back in one teacher-forced pass (``model.alignments``) that gives every step's attention.
+``alpha`` has the same shape for every model: (L, h, T, n) cross-attention weights, the RNN
+models as one layer and one head (RNNEncDec: a one-hot on the last source position, all its
+decoder sees is the final state).
 
-A state is a dict of tensors whose first dimension is the batch, so beam search can reorder
-it (``state[key][idx]``).
-
-``steps(model, text)`` yields one :class:`Step` per output character, **not** counting the
-final ``<eos>``: joining the tokens gives exactly ``model.translate(text)``.
+Special tokens are never written: ``<pad>``, ``<sos>`` and ``<unk>`` are masked out of every
+step's distribution, ``<eos>`` ends the output, and an output is at most
+``model.max_tgt_len`` tokens long.  ``prob`` is each token's probability under that
+distribution (the model's softmax over the real output tokens and ``<eos>``).
+``steps(model, text)`` yields one :class:`Step` per output token of a :class:`Decoding`, so
+joining the tokens gives exactly ``model.translate(text)``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
-from torch import Tensor, nn
+from torch import Tensor
 
-from attnlab.data import EOS, InvalidInput, Vocab, normalise, unknown_message
+from attnlab.data import EOS, SPECIALS, Vocab
 
-__all__ = ["Step", "StepOutput", "Seq2SeqModel", "steps", "greedy", "beam_search"]
+if TYPE_CHECKING:  # models.py imports this module (translate() decodes)
+    from attnlab.models import Seq2SeqModel
 
-State = dict[str, Tensor]
+__all__ = [
+    "MAX_BEAM",
+    "Decoding",
+    "Step",
+    "allowed_tokens",
+    "beam_search",
+    "check_beam",
+    "decode",
+    "greedy",
+    "steps",
+]
 
-
-@dataclass
-class StepOutput:
-    """What one decoder step returns (batched)."""
-
-    logits: Tensor  # (B, V): scores of y_t before the softmax
-    alpha: Tensor  # (B, n) or (B, layers, heads, n): attention over the source
-    context: Tensor | None  # (B, d): c_t for RNNSearch, else None
-    state: State  # the decoder state after this step
+#: The widest beam search accepts (wider beams cost memory and time, and gain nothing here).
+MAX_BEAM = 64
 
 
 @dataclass
@@ -46,10 +56,8 @@ class Step:
     """One output step, as the widgets show it.
 
     t: 0-based position of the output token; token: the character written; prob: its
-    probability p(y_t | y_<t, x); alpha: attention over the source tokens (sums to 1 over the
-    last axis): (n_src,) for RNNSearch, (layers, heads, n_src) cross-attention for the
-    Transformer, a one-hot on the last source position for RNNEncDec; context: c_t (numpy)
-    for RNNSearch, else None.
+    probability; alpha (L, h, n): cross-attention over the source tokens of every layer and
+    head (each row sums to 1); context: c_t (d,) for RNNSearch, else None.
     """
 
     t: int
@@ -59,205 +67,202 @@ class Step:
     context: np.ndarray | None
 
 
-class Seq2SeqModel(nn.Module):
-    """What every model shares: vocabularies, input checks, ``translate``, ``source_tokens``.
+@dataclass
+class Decoding:
+    """One decoded text: what the model read, what it wrote, and where it looked.
 
-    Subclasses set ``kind`` and implement ``forward(src, src_len, tgt_in) -> logits``
-    (teacher forcing, for training), ``start`` and ``step`` (for decoding).
+    source_tokens (n, ends "<eos>"); output_tokens (T, without the final <eos>); probs (T,);
+    alpha (L, h, T, n) cross-attention (RNN models: L = h = 1); context (T, d) c_t for
+    RNNSearch, else None.  ``text`` is the output as one string.
     """
 
-    kind: str = ""
+    source_tokens: list[str]
+    output_tokens: list[str]
+    probs: np.ndarray
+    alpha: np.ndarray
+    context: np.ndarray | None
 
-    def __init__(self, src_vocab: Vocab, tgt_vocab: Vocab, max_src_len: int, max_tgt_len: int):
-        super().__init__()
-        self.src_vocab, self.tgt_vocab = src_vocab, tgt_vocab
-        self.max_src_len, self.max_tgt_len = max_src_len, max_tgt_len
-        self.card: dict | None = None  # the JSON card, set by attnlab.checkpoints on load
+    @property
+    def text(self) -> str:
+        return "".join(self.output_tokens)
 
-    # ---------------------------------------------------------------- input
-    def prepare(self, raw: object) -> str:
-        """The text exactly as the model reads it, or :class:`InvalidInput` saying why not.
+    def __len__(self) -> int:
+        return len(self.output_tokens)
 
-        Strips surrounding whitespace, collapses runs of spaces, lower-cases when the source
-        vocabulary is lower-case only; refuses empty text, text longer than
-        ``max_src_len`` characters, and characters outside the vocabulary.
-        """
-        text = normalise(raw, self.src_vocab)
-        if len(text) > self.max_src_len:
-            raise InvalidInput(
-                f"Too long: {len(text)} characters; this model reads at most {self.max_src_len}."
-            )
-        bad = self.src_vocab.unknown(text)
-        if bad:  # name the characters as they were typed, before lower-casing
-            typed = " ".join(raw.split()) if isinstance(raw, str) else ""
-            low = self.src_vocab.lower_only
-            shown = [
-                c for c in dict.fromkeys(typed) if self.src_vocab.unknown(c.lower() if low else c)
-            ]
-            raise InvalidInput(unknown_message(shown or bad))
-        return text
+    def step(self, t: int) -> Step:
+        """Output step ``t`` (0-based) as a :class:`Step`."""
+        context = None if self.context is None else self.context[t]
+        return Step(t, self.output_tokens[t], float(self.probs[t]), self.alpha[:, :, t], context)
 
-    def encode_source(self, text: object) -> Tensor:
-        """Source ids (1, n) of the prepared text, with the <eos> the encoder reads last."""
-        ids = self.src_vocab.encode(self.prepare(text)) + [self.src_vocab.eos]
-        return torch.tensor([ids], dtype=torch.long)
 
-    def source_tokens(self, text: object) -> list[str]:
-        """The tokens the encoder sees, in order (the x axis of the heatmap), ending in <eos>."""
-        return [*self.prepare(text), EOS]
+# --------------------------------------------------------------------------- helpers
+@contextmanager
+def _evaluating(model: Seq2SeqModel) -> Iterator[None]:
+    """Eval mode and no gradients inside; the model's own mode restored after."""
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.no_grad():
+            yield
+    finally:
+        model.train(was_training)
 
-    # ---------------------------------------------------------------- output
-    @torch.no_grad()
-    def translate(self, text: object, beam: int | None = None) -> str:
-        """The model's translation of ``text``: greedy, or beam search of width ``beam``."""
-        src = self.encode_source(text)
-        if beam is None:
-            ids = greedy(self, src)[0]
-        else:
-            ids = beam_search(self, src, beam)
-        return self.tgt_vocab.decode(ids)
 
-    def num_parameters(self) -> int:
-        return sum(p.numel() for p in self.parameters())
+def allowed_tokens(vocab: Vocab) -> Tensor:
+    """(V,) bool: True for the tokens a decoder may write (real characters and <eos>)."""
+    banned = [vocab.stoi[s] for s in SPECIALS if s != EOS]  # <pad>, <sos>, <unk>
+    allowed = torch.ones(len(vocab), dtype=torch.bool)
+    allowed[banned] = False
+    return allowed
 
-    # ---------------------------------------------------------------- to implement
-    def start(self, src: Tensor, src_len: Tensor) -> State:  # pragma: no cover
-        raise NotImplementedError
 
-    def step(self, state: State, y_prev: Tensor) -> StepOutput:  # pragma: no cover
-        raise NotImplementedError
+def _masked(logits: Tensor, allowed: Tensor) -> Tensor:
+    """logits (..., V) with the special tokens at -inf: they get probability 0."""
+    return logits.masked_fill(~allowed, float("-inf"))
 
 
 def _lengths(src: Tensor, pad: int = 0) -> Tensor:
     return (src != pad).sum(dim=1)  # (B,)
 
 
+def check_beam(beam: object) -> None:
+    """ValueError unless ``beam`` is None (greedy) or an int in 1..MAX_BEAM."""
+    if beam is None:
+        return
+    if not isinstance(beam, int) or isinstance(beam, bool) or not 1 <= beam <= MAX_BEAM:
+        raise ValueError(f"beam width must be an int from 1 to {MAX_BEAM}; got {beam!r}")
+
+
+# --------------------------------------------------------------------------- decode
+def decode(model: Seq2SeqModel, text: object, beam: int | None = None) -> Decoding:
+    """Decode ``text`` greedily (``beam=None``) or by beam search of width ``beam``.
+
+    Raises :class:`attnlab.data.InvalidInput` for text the model cannot read, ValueError for
+    a beam width outside 1..MAX_BEAM.
+    """
+    check_beam(beam)
+    prepared = model.prepare(text)  # the one check of the text
+    src = model.source_ids(prepared)  # (1, n)
+    with _evaluating(model):
+        ids = greedy(model, src)[0] if beam is None else beam_search(model, src, beam)
+        return _read(model, [*prepared, EOS], src, ids)
+
+
+def _read(model: Seq2SeqModel, source_tokens: list[str], src: Tensor, ids: list[int]) -> Decoding:
+    """One teacher-forced pass over the output ``ids``: probabilities, alpha, c_t."""
+    T, vocab = len(ids), model.tgt_vocab
+    tgt_in = torch.tensor([[vocab.sos, *ids]])  # (1, T + 1): the last step writes <eos>
+    logits, alpha, context = model.alignments(src, _lengths(src), tgt_in)
+    p = torch.softmax(_masked(logits[0, :T], allowed_tokens(vocab)), dim=-1)  # (T, V)
+    return Decoding(
+        source_tokens=source_tokens,
+        output_tokens=[vocab.itos[i] for i in ids],
+        probs=p[torch.arange(T), ids].numpy(),  # p(y_t | y_<t, x): (T,)
+        alpha=alpha[0, :, :, :T].numpy(),  # (L, h, T, n)
+        context=None if context is None else context[0, :T].numpy(),  # (T, d)
+    )
+
+
+def steps(model: Seq2SeqModel, text: object, beam: int | None = None) -> Iterator[Step]:
+    """One :class:`Step` per output token of ``decode(model, text, beam)``.
+
+    Decodes when called, so bad text raises :class:`InvalidInput` before anything is
+    yielded; ``"".join(s.token for s in steps(m, x))`` equals ``m.translate(x)``.
+    """
+    decoding = decode(model, text, beam)
+    return iter([decoding.step(t) for t in range(len(decoding))])
+
+
 # --------------------------------------------------------------------------- greedy
-@torch.no_grad()
 def greedy(model: Seq2SeqModel, src: Tensor, src_len: Tensor | None = None) -> list[list[int]]:
     """Greedy decoding of a batch: y_t = argmax p(y | y_<t, x) until <eos> or max_tgt_len.
 
-    src (B, n) padded source ids -> one list of output ids per example (without <eos>).
+    src (B, n) padded source ids -> one list of output ids per example (without <eos>, at
+    most ``model.max_tgt_len`` long, never a special token).
     """
-    was_training = model.training
-    model.eval()
-    src_len = _lengths(src) if src_len is None else src_len
-    B, eos = src.shape[0], model.tgt_vocab.eos
-    state = model.start(src, src_len)
-    y = torch.full((B,), model.tgt_vocab.sos, dtype=torch.long)  # y_0 = <sos>
-    out = torch.zeros(B, 0, dtype=torch.long)
-    done = torch.zeros(B, dtype=torch.bool)
-    for _ in range(model.max_tgt_len + 1):
-        so = model.step(state, y)
-        state = so.state
-        y = so.logits.argmax(dim=-1)  # (B,)
-        out = torch.cat([out, y[:, None]], dim=1)
-        done |= y == eos
-        if bool(done.all()):
-            break
-    model.train(was_training)
-    result = []
-    for row in out.tolist():
-        result.append(row[: row.index(eos)] if eos in row else row)
-    return result
-
-
-# --------------------------------------------------------------------------- steps
-@torch.no_grad()
-def steps(model: Seq2SeqModel, text: object, beam: int | None = None) -> Iterator[Step]:
-    """Yield one :class:`Step` per output character of ``model.translate(text, beam)``.
-
-    The final <eos> is not yielded, so ``"".join(s.token for s in steps(m, x))`` equals
-    ``m.translate(x)``.  With ``beam=k`` the steps follow the best beam (the model is fed
-    the beam's tokens, and prob is the model's probability of each of them).
-    Raises :class:`InvalidInput` for text the model cannot read (before yielding anything).
-    """
-    src = model.encode_source(text)  # (1, n); raises InvalidInput
-    forced = None if beam is None else beam_search(model, src, beam)
-    return _steps(model, src, forced)
-
-
-def _steps(model: Seq2SeqModel, src: Tensor, forced: list[int] | None) -> Iterator[Step]:
-    was_training = model.training
-    model.eval()
-    try:
-        with torch.no_grad():
-            state = model.start(src, _lengths(src))
-            y = torch.tensor([model.tgt_vocab.sos])
-            eos = model.tgt_vocab.eos
-            for t in range(model.max_tgt_len + 1):
-                so = model.step(state, y)
-                state = so.state
-                p = torch.softmax(so.logits[0], dim=-1)  # p(y_t | y_<t, x): (V,)
-                if forced is None:
-                    token_id = int(so.logits[0].argmax())  # exactly what greedy() picks
-                else:
-                    token_id = forced[t] if t < len(forced) else eos
-                if token_id == eos:
-                    return
-                context = None if so.context is None else so.context[0].numpy().copy()
-                yield Step(
-                    t=t,
-                    token=model.tgt_vocab.itos[token_id],
-                    prob=float(p[token_id]),
-                    alpha=so.alpha[0].numpy().copy(),
-                    context=context,
-                )
-                y = torch.tensor([token_id])
-    finally:
-        model.train(was_training)
+    allowed, eos = allowed_tokens(model.tgt_vocab), model.tgt_vocab.eos
+    with _evaluating(model):
+        state = model.start(src, _lengths(src) if src_len is None else src_len)
+        y = torch.full((src.shape[0],), model.tgt_vocab.sos, dtype=torch.long)  # y_0 = <sos>
+        done = torch.zeros_like(y, dtype=torch.bool)
+        out = []
+        for _ in range(model.max_tgt_len):
+            step = model.step(state, y)
+            state, y = step.state, _masked(step.logits, allowed).argmax(dim=-1)  # (B,)
+            out.append(y)
+            done |= y == eos
+            if bool(done.all()):
+                break
+    rows = torch.stack(out, dim=1).tolist() if out else [[] for _ in range(src.shape[0])]
+    return [row[: row.index(eos)] if eos in row else row for row in rows]
 
 
 # --------------------------------------------------------------------------- beam search
-@torch.no_grad()
+@dataclass
+class _Beams:
+    """The live hypotheses of a beam search: last tokens, total log-probabilities, outputs."""
+
+    y: Tensor  # (b,) the last token of each live beam
+    scores: Tensor  # (b,) sum_t log p(y_t | y_<t, x)
+    seqs: list[list[int]]
+
+
 def beam_search(model: Seq2SeqModel, src: Tensor, k: int) -> list[int]:
     """The most probable output found by beam search of width ``k`` (ids, without <eos>).
 
     src (1, n).  Keeps the k best partial outputs by total log-probability
-    sum_t log p(y_t | y_<t, x); a hypothesis ends when it writes <eos>.  With k = 1 this is
-    exactly greedy decoding.  The best finished hypothesis wins (highest log-probability).
+    sum_t log p(y_t | y_<t, x); a hypothesis ends when it writes <eos> or reaches
+    ``model.max_tgt_len`` tokens.  With k = 1 this is exactly greedy decoding.  The best
+    finished hypothesis wins.  (Public through ``model.translate(text, beam=k)``.)
     """
-    if not isinstance(k, int) or isinstance(k, bool) or k < 1:
-        raise ValueError(f"beam width must be an int >= 1; got {k!r}")
+    check_beam(k)
     if src.dim() != 2 or src.shape[0] != 1:
         raise ValueError(f"beam_search decodes one source (1, n); got {tuple(src.shape)}")
-    was_training = model.training
-    model.eval()
-    eos, V = model.tgt_vocab.eos, len(model.tgt_vocab)
-    state = model.start(src, _lengths(src))
-    y = torch.tensor([model.tgt_vocab.sos])  # the live beams' last tokens: (b,)
-    scores = torch.zeros(1)  # log-probability of each live beam: (b,)
-    seqs: list[list[int]] = [[]]
+    allowed = allowed_tokens(model.tgt_vocab)
     finished: list[tuple[float, list[int]]] = []
-    for _ in range(model.max_tgt_len + 1):
-        so = model.step(state, y)
-        logp = torch.log_softmax(so.logits, dim=-1)  # (b, V)
-        total = (scores[:, None] + logp).flatten()  # (b * V,)
-        # The best k continuations, best first; a stable sort breaks ties like argmax does.
-        values, indices = torch.sort(total, descending=True, stable=True)
-        values, indices = values[:k], indices[:k]
-        beam_idx = torch.div(indices, V, rounding_mode="floor")
-        tok_idx = indices % V
-        keep, new_seqs = [], []
-        for score, b, tok in zip(
-            values.tolist(), beam_idx.tolist(), tok_idx.tolist(), strict=False
-        ):
-            if tok == eos:
-                finished.append((score, seqs[b]))
-            else:
-                keep.append((score, b, tok))
-                new_seqs.append([*seqs[b], tok])
-        # Stop once the best finished output beats every live beam (scores only drop).
-        if not keep or (finished and max(f[0] for f in finished) >= keep[0][0]):
-            break
-        idx = torch.tensor([b for _, b, _ in keep])
-        state = {key: value[idx] for key, value in so.state.items()}
-        y = torch.tensor([tok for _, _, tok in keep])
-        scores = torch.tensor([s for s, _, _ in keep])
-        seqs = new_seqs
-    else:
-        finished.extend(
-            zip(scores.tolist(), seqs, strict=False)
-        )  # ran out of length: keep the live ones
-    model.train(was_training)
+    with _evaluating(model):
+        state = model.start(src, _lengths(src))
+        beams = _Beams(torch.tensor([model.tgt_vocab.sos]), torch.zeros(1), [[]])
+        for _ in range(model.max_tgt_len):
+            step = model.step(state, beams.y)
+            logp = torch.log_softmax(_masked(step.logits, allowed), dim=-1)  # (b, V)
+            beams, keep = _extend(beams, logp, k, model.tgt_vocab.eos, finished)
+            if beams is None:
+                break
+            state = {key: value[keep] for key, value in step.state.items()}
+        else:  # out of length: the live beams end here
+            finished.extend(zip(beams.scores.tolist(), beams.seqs, strict=True))
     return max(finished, key=lambda f: f[0])[1]
+
+
+def _extend(
+    beams: _Beams, logp: Tensor, k: int, eos: int, finished: list[tuple[float, list[int]]]
+) -> tuple[_Beams | None, Tensor | None]:
+    """The k best continuations; those ending in <eos> go to ``finished``.
+
+    Returns the new live beams and the index of the beam each continues (to reorder the
+    state), or (None, None) when the search is over: nothing live, or the best finished
+    output beats every live beam (scores only drop).
+    """
+    V = logp.shape[-1]
+    total = (beams.scores[:, None] + logp).flatten()  # (b * V,)
+    # The best k continuations, best first; a stable sort breaks ties like argmax does.
+    values, indices = torch.sort(total, descending=True, stable=True)
+    values, indices = values[:k], indices[:k]
+    indices = indices[values.isfinite()]  # never a masked (special) token
+    live = []
+    for score, i in zip(total[indices].tolist(), indices.tolist(), strict=True):
+        b, tok = divmod(i, V)
+        if tok == eos:
+            finished.append((score, beams.seqs[b]))
+        else:
+            live.append((score, b, tok))
+    if not live or (finished and max(f[0] for f in finished) >= live[0][0]):
+        return None, None
+    keep = torch.tensor([b for _, b, _ in live])
+    new = _Beams(
+        y=torch.tensor([tok for _, _, tok in live]),
+        scores=torch.tensor([score for score, _, _ in live]),
+        seqs=[[*beams.seqs[b], tok] for _, b, tok in live],
+    )
+    return new, keep

@@ -33,12 +33,15 @@ from matplotlib import patches
 from matplotlib.collections import LineCollection
 from matplotlib.figure import Figure
 
+from attnlab import plots
 from attnlab.diagrams import OKABE_ITO as C
 from attnlab.diagrams import Box, arrow, box, canvas, node, path_arrow, text, tint
 
 __all__ = [
     "FIGURES",
     "DPI",
+    "SHOWN_WIDTH",
+    "shown_px",
     "TABLE2",
     "FigureUnavailable",
     "seq2seq_lite",
@@ -55,6 +58,24 @@ __all__ = [
 ]
 
 DPI = 150  # pixels per inch of every PNG
+
+#: How wide the deck shows each picture, in % of the 1280 px slide (``<img width="..%">`` in
+#: notebooks/07_attention.ipynb; tests/test_figures.py checks the deck agrees).  At that width
+#: every text of the picture is at least ``plots.MIN_TEXT_PX`` (14 px) tall.
+SHOWN_WIDTH: dict[str, int] = {
+    "seq2seq_lite": 90,
+    "seq2seq_attention": 78,
+    "seq2seq_attention_length": 66,
+    "wavenet": 95,
+    "transformer_overview": 96,
+    "transformer_attention": 76,
+    "transformer_results": 72,
+}
+
+
+def shown_px(name: str) -> float:
+    """Width in px at which the deck shows picture ``name`` on the 1280 px slide."""
+    return plots.SLIDE_WIDTH_PX * SHOWN_WIDTH[name] / 100
 
 
 class FigureUnavailable(RuntimeError):
@@ -367,7 +388,7 @@ def wavenet() -> Figure:
                 ax,
                 (-0.45, y - 0.42),
                 f"dilation {dilated[layer - 1]}",
-                fontsize=13,
+                fontsize=14,
                 ha="right",
                 color="#555555",
             )
@@ -755,7 +776,7 @@ def transformer_results() -> Figure:
         "Table 2 of Vaswani et al. (2017), \u201cAttention Is All You Need\u201d, NeurIPS 2017.\n"
         "BLEU on newstest2014 English-German (EN-DE) and English-French (EN-FR); "
         "training cost in FLOPs. Best BLEU in bold.",
-        fontsize=13.5,
+        fontsize=14.5,
         ha="left",
         va="top",
         color="#444444",
@@ -764,23 +785,14 @@ def transformer_results() -> Figure:
 
 
 # ---------------------------------------------------------------------- length experiment
-_MODEL_NAMES = {"rnnencdec": "RNNEncDec (no attention)", "rnnsearch": "RNNSearch (attention)"}
-
-
 def seq2seq_attention_length(results: dict | None = None) -> Figure:
-    """Our length experiment: exact match against input length, with and without attention.
+    """Our length experiment: exact match against input length, the four models of the seed.
 
-    ``results`` defaults to :func:`attnlab.experiments.length.load_results` (the stored
-    results in ``src/attnlab/results/``); the curves are drawn by
-    :func:`attnlab.plots.length_curves`.  Raises :class:`FigureUnavailable` when the
-    results (or the modules) are not there.
+    With and without attention, trained on lengths up to 60 and up to 30, drawn by
+    :func:`attnlab.plots.length_figure`.  ``results`` defaults to
+    :func:`attnlab.experiments.length.load_results` (the stored results in
+    ``src/attnlab/results/``); raises :class:`FigureUnavailable` when they are not there.
     """
-    try:
-        from attnlab import plots
-    except ModuleNotFoundError as err:  # pragma: no cover - only while the package grows
-        if err.name != "attnlab.plots":
-            raise
-        raise FigureUnavailable(f"attnlab.plots is not available ({err})") from err
     if results is None:
         try:
             from attnlab.experiments import length
@@ -792,27 +804,7 @@ def seq2seq_attention_length(results: dict | None = None) -> Figure:
             results = length.load_results()
         except (FileNotFoundError, ValueError) as err:
             raise FigureUnavailable(f"no stored length-experiment results ({err})") from err
-    with mpl.rc_context({"font.size": 17, "axes.titlesize": 19, "legend.fontsize": 16}):
-        fig = Figure(figsize=(12.0, 6.0), layout="constrained")
-        fig.patch.set_facecolor("white")
-        ax = fig.add_subplot()
-        palette = [C["blue"], C["vermillion"], C["green"], C["orange"], C["purple"], C["sky"]]
-        ax.set_prop_cycle(color=palette, linestyle=["-", "--", "-.", ":", "-", "--"])
-        plots.length_curves(results, ax=ax)
-        kinds = {
-            name: card.get("kind")
-            for name, card in results.get("config", {}).get("models", {}).items()
-            if isinstance(card, dict)
-        }
-        for line in ax.get_lines():
-            line.set_linewidth(3.0)
-            line.set_markersize(9)
-            kind = kinds.get(line.get_label())  # checkpoint name -> the lecture's model name
-            if kind in _MODEL_NAMES:
-                line.set_label(_MODEL_NAMES[kind])
-        ax.legend(loc="center right")  # again: thicker lines, lecture names, between the curves
-        ax.set_title("Our length experiment: accuracy against input length")
-    return fig
+    return plots.length_figure(results, shown_px("seq2seq_attention_length"))
 
 
 # ------------------------------------------------------------------------------------ CLI

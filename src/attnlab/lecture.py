@@ -1,33 +1,46 @@
-"""Small helpers behind the deck's demo cells, so that each lecture cell stays one or two lines.
+"""Small helpers behind the deck's demo cells, so that each lecture cell stays a few lines.
 
-Each helper returns something that displays itself (an HTML table, a matplotlib figure) with a
-stable text form, so that nbval can compare the stored outputs.
+Each helper returns something that displays itself (an HTML table, highlighted source, a
+picture) with a stable text form, so that nbval can compare the stored outputs.  Pictures are
+drawn through :mod:`attnlab.plots` (Agg canvases, no pyplot) with the lecture's type sizes.
 """
 
 from __future__ import annotations
 
+import ast
 import html
+import inspect
+import textwrap
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
 
 from . import attention as A
+from . import plots
 
 __all__ = [
     "Table",
+    "Source",
+    "Picture",
+    "Message",
+    "show_source",
     "model_table",
     "reverse_demo",
     "time_rnn_vs_attention",
     "plot_timings",
     "causal_demo",
     "head_grid",
+    "three_attentions",
+    "positional_encoding_picture",
+    "alignment_failure",
     "count_parameters",
 ]
 
 
+# --------------------------------------------------------------------------- display objects
 @dataclass
 class Table:
     """A small table that shows as HTML in the notebook and as aligned text elsewhere."""
@@ -52,30 +65,129 @@ class Table:
         return "\n".join(([self.caption] if self.caption else []) + lines)
 
 
+@dataclass
+class Source:
+    """The source of a library function, shown highlighted (HTML) or as plain text."""
+
+    name: str
+    code: str
+
+    def _repr_html_(self) -> str:
+        from pygments import highlight
+        from pygments.formatters import HtmlFormatter
+        from pygments.lexers import PythonLexer
+
+        body = highlight(self.code, PythonLexer(), HtmlFormatter(noclasses=True, style="default"))
+        title = f"<div class='attnlab-source-name'>{html.escape(self.name)}</div>"
+        return f"<div class='attnlab-source'>{title}{body}</div>"
+
+    def __repr__(self) -> str:
+        return f"# {self.name}\n{self.code}"
+
+
+@dataclass
+class Picture:
+    """A figure drawn on an Agg canvas; shows as PNG, its text form is a one-line summary."""
+
+    fig: object
+    summary: str
+    data: dict = field(default_factory=dict)  # what was drawn, for code and tests
+
+    def _repr_png_(self) -> bytes:
+        return plots.png_bytes(self.fig, draw=True)
+
+    def __repr__(self) -> str:
+        return self.summary
+
+
+@dataclass
+class Message:
+    """A one-line result or error message in place of a picture (never a traceback)."""
+
+    text: str
+
+    def _repr_html_(self) -> str:
+        return f"<div class='attnlab-message'>{html.escape(self.text)}</div>"
+
+    def __repr__(self) -> str:
+        return self.text
+
+
+# --------------------------------------------------------------------------- source on slides
+def _without_docstring(code: str) -> str:
+    """``code`` (one def or class) with the docstring of its outermost definition removed."""
+    tree = ast.parse(code)
+    node = tree.body[0]
+    body = getattr(node, "body", [])
+    first = body[0] if body else None
+    is_doc = isinstance(first, ast.Expr) and isinstance(getattr(first, "value", None), ast.Constant)
+    if not (is_doc and isinstance(first.value.value, str)):
+        return code
+    lines = code.splitlines()
+    del lines[first.lineno - 1 : first.end_lineno]
+    return "\n".join(lines)
+
+
+def _source(fn: Callable, docstring: bool) -> tuple[str, str]:
+    """(qualified name, source) of one function, method or class."""
+    target = inspect.unwrap(fn)
+    try:
+        code = textwrap.dedent(inspect.getsource(target)).rstrip()
+    except (TypeError, OSError) as err:
+        raise ValueError(f"show_source: no Python source for {fn!r} ({err})") from None
+    module = getattr(target, "__module__", "") or ""
+    qualname = getattr(target, "__qualname__", getattr(target, "__name__", repr(target)))
+    return (f"{module}.{qualname}" if module else qualname), (
+        code if docstring else _without_docstring(code)
+    )
+
+
+def show_source(*fns: Callable, docstring: bool = False) -> Source:
+    """The real source of each of ``fns`` (functions, methods, classes), highlighted.
+
+    The code is read with :func:`inspect.getsource` from the installed package, so the slide
+    always shows the code that runs.  Docstrings are left out unless ``docstring=True``.
+    """
+    if not fns:
+        raise ValueError("show_source needs at least one function")
+    parts = [_source(fn, docstring) for fn in fns]
+    return Source(", ".join(name for name, _ in parts), "\n\n".join(code for _, code in parts))
+
+
+# --------------------------------------------------------------------------- tables
 def count_parameters(model: torch.nn.Module) -> int:
     """Number of trainable parameters."""
     return sum(p.numel() for p in model.parameters() if p.requires_grad)
 
 
+def _card(name: str) -> dict:
+    """A shipped model's card (JSON), read without loading its weights."""
+    from .checkpoints import CHECKPOINT_DIR, available, read_card
+
+    if name not in available():
+        raise ValueError(f"unknown model {name!r}; choose one of {', '.join(available())}")
+    return read_card(CHECKPOINT_DIR / f"{name}.json")
+
+
 def model_table(names: Sequence[str] = ("rnnenc-dates", "rnnsearch-dates", "transformer-dates")):
     """Our own "results table": accuracy, parameters and training time of the shipped models.
 
-    The figures come from each checkpoint's card (written by ``python -m attnlab.train``), so
-    they are what our training script measured, not numbers typed into the deck.
+    The figures come from each checkpoint's card (written by the training script when it
+    saved the model), so they are what our training measured, not numbers typed into the
+    deck; no weights are loaded.
     """
-    from . import load
-
     rows = []
     for name in names:
-        model = load(name)
-        card = model.card
-        acc = card.get("heldout_accuracy", card.get("accuracy"))
+        card = _card(name)
+        acc = card.get("heldout_accuracy")
+        params = card.get("parameters")
+        seconds = card.get("train_seconds")
         rows.append(
             [
                 name,
                 f"{100 * acc:.1f}%" if acc is not None else "n/a",
-                f"{count_parameters(model):,}",
-                f"{card.get('train_seconds', float('nan')):.0f} s",
+                f"{params:,}" if params is not None else "n/a",
+                f"{seconds:.0f} s" if seconds is not None else "n/a",
                 f"{card.get('steps', 'n/a')}",
             ]
         )
@@ -117,6 +229,7 @@ def _mark_wrong(got: str, expected: str) -> str:
     return f"{wrong}/{len(expected)} digits wrong: {got}"
 
 
+# --------------------------------------------------------------------------- timing
 def time_rnn_vs_attention(
     lengths: Sequence[int] = (16, 32, 64, 128, 256, 512), d: int = 256, repeats: int = 5
 ) -> dict[str, list[float]]:
@@ -148,69 +261,155 @@ def _median_ms(fn, args, repeats: int) -> float:
     return float(np.median(times))
 
 
-def plot_timings(timings: dict[str, list[float]]):
-    """Log-log plot of the timings from :func:`time_rnn_vs_attention`."""
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6.5, 3.4), dpi=100)
-    ax.loglog(timings["n"], timings["rnn_ms"], "o-", label="GRU: n sequential steps, O(n)")
-    ax.loglog(timings["n"], timings["attention_ms"], "s-", label="self-attention: O(1) steps")
-    ax.set_xlabel("sequence length n")
-    ax.set_ylabel("forward time (ms)")
-    ax.legend(frameon=False)
-    ax.grid(True, which="both", alpha=0.3)
-    fig.tight_layout()
-    plt.close(fig)
-    return fig
+def plot_timings(timings: dict[str, list[float]]) -> Picture:
+    """Log-log plot of the timings from :func:`time_rnn_vs_attention` (``plots.timings``)."""
+    return Picture(plots.timings(timings), "forward time of a GRU and of self-attention", timings)
 
 
-def causal_demo(n: int = 6, d_k: int = 8, seed: int = 0):
-    """Weights of masked self-attention on random Q, K: the upper triangle is exactly 0."""
-    import matplotlib.pyplot as plt
+# --------------------------------------------------------------------------- pictures
+def _sizes(width_in: float) -> plots.TypeSizes:
+    """The lecture's type sizes for a figure ``width_in`` wide shown at 100 px per inch."""
+    return plots.TYPE.at(width_in, 100 * width_in)
 
+
+def _heatmap(ax, values, x_labels, y_labels, sizes, **kwargs) -> plots.Heatmap:
+    """A still heatmap in [0, 1], labels at the lecture's type size (thinned, never shrunk)."""
+    heat = plots.Heatmap(ax, sizes=sizes, **kwargs)
+    heat.set_labels(x_labels, y_labels)
+    heat.image.set_animated(False)  # a still picture: drawn with the rest
+    heat.set_data(values)
+    return heat
+
+
+def causal_demo(mask: torch.Tensor | None = None, n: int = 6, d_k: int = 8, seed: int = 0):
+    """Masked self-attention on random Q, K, V with ``mask`` (default ``causal_mask(n)``).
+
+    Draws the mask and the weights softmax(QK^T/sqrt(d_k)) with positions numbered 1..n as
+    the slides number them; the summary says how much weight lands on future positions
+    (exactly 0 with the causal mask).  A mask the attention refuses gives a one-line
+    :class:`Message` instead of a traceback (it is the deck's edit-me cell).
+    """
     g = torch.Generator().manual_seed(seed)
-    Q = torch.randn(n, d_k, generator=g)  # (n, d_k)
-    K = torch.randn(n, d_k, generator=g)  # (n, d_k)
-    V = torch.randn(n, d_k, generator=g)  # (n, d_k)
-    _, weights = A.scaled_dot_product_attention(Q, K, V, mask=A.causal_mask(n))
-    fig, axes = plt.subplots(1, 2, figsize=(8, 3.4), dpi=100)
-    axes[0].imshow(A.causal_mask(n).numpy(), cmap="Greys", vmin=0, vmax=1.5)
-    axes[0].set_title("causal_mask(n): True = may attend")
-    im = axes[1].imshow(weights.numpy(), cmap="viridis", vmin=0, vmax=1)
-    axes[1].set_title("softmax(QK^T/sqrt(d_k)) with the mask")
-    for ax in axes:
-        ax.set_xlabel("key position (earlier words)")
-        ax.set_ylabel("query position")
-        ax.set_xticks(range(n))
-        ax.set_yticks(range(n))
-    fig.colorbar(im, ax=axes[1], fraction=0.046)
-    fig.tight_layout()
-    plt.close(fig)
-    return fig, weights
+    if mask is None:
+        mask = A.causal_mask(n)
+    if not isinstance(mask, torch.Tensor) or mask.dim() != 2 or mask.shape[0] != mask.shape[1]:
+        shape = tuple(mask.shape) if isinstance(mask, torch.Tensor) else type(mask).__name__
+        return Message(f"✗ the mask must be an (n, n) boolean tensor; got {shape}")
+    n = mask.shape[0]
+    Q, K, V = (torch.randn(n, d_k, generator=g) for _ in range(3))  # each (n, d_k)
+    try:
+        _, weights = A.scaled_dot_product_attention(Q, K, V, mask=mask)
+    except (TypeError, ValueError) as err:
+        return Message(f"✗ {err}")
+    future = float(weights.triu(diagonal=1).sum())  # weight on keys j > t
+    fig = plots.mask_and_weights(mask.numpy(), weights.numpy())
+    summary = f"masked self-attention, n = {n}: total weight on future positions = {future:.3f}"
+    return Picture(fig, summary, {"weights": weights, "mask": mask, "future": future})
 
 
-def head_grid(model, text: str):
-    """Cross-attention of every layer and head of the Transformer on ``text``, one panel each."""
-    import matplotlib.pyplot as plt
+def head_grid(model, text: str) -> Picture:
+    """Cross-attention of every layer and head of the Transformer on ``text`` (``plots``)."""
+    from .decode import decode
 
-    from .decode import steps
+    result = decode(model, text)
+    layers, heads = result.alpha.shape[:2]
+    summary = f"cross-attention, {layers} layers x {heads} heads: {text!r} -> {result.text!r}"
+    return Picture(plots.head_grid(result), summary, {"alpha": result.alpha})
 
-    src = model.source_tokens(text)
-    decoded = list(steps(model, text))
-    alpha = np.stack([s.alpha for s in decoded], axis=-2)  # (layers, heads, T, n_src)
-    layers, heads = alpha.shape[:2]
-    fig, axes = plt.subplots(
-        layers, heads, figsize=(2.6 * heads, 2.3 * layers), dpi=100, squeeze=False
+
+def _mean_heads(w: np.ndarray) -> np.ndarray:
+    """(h, m, n) -> (m, n): the mean over the heads."""
+    return w.mean(axis=0)
+
+
+def three_attentions(model, text: str, layer: int = -1) -> Picture:
+    """The Transformer's three attentions on ``text``, side by side (mean over the heads).
+
+    Encoder self-attention (source x source), masked decoder self-attention (output x
+    output: the causal triangle) and cross-attention (output x source), of ``layer``.
+    """
+    w = model.attention_weights(text)
+    src, out = w["source_tokens"], w["output_tokens"]
+    panels = [
+        ("encoder self", _mean_heads(w["encoder_self"][layer]), src, src),
+        ("masked decoder self", _mean_heads(w["decoder_self"][layer]), out, out),
+        ("cross (decoder -> encoder)", _mean_heads(w["cross"][layer]), src, out),
+    ]
+    width = 12.0
+    sizes = _sizes(width)
+    fig = plots.new_figure(width, 4.7, layout="constrained")
+    axes = fig.subplots(1, 3, width_ratios=[len(src), len(out) + 2, len(src) + 3])
+    for k, (ax, (title, values, x, y)) in enumerate(zip(axes, panels, strict=True)):
+        _heatmap(ax, values, x, y, sizes, title=title, colorbar=k == 2, xlabel="key", ylabel="")
+    axes[0].set_ylabel("query", fontsize=sizes.label)
+    nlayers = w["encoder_self"].shape[0]
+    summary = (
+        f"layer {range(nlayers)[layer] + 1} of {nlayers}, mean over the heads: {text!r} -> "
+        f"{''.join(out[:-1])!r}"
     )
-    out = [s.token for s in decoded]
-    for i in range(layers):
-        for j in range(heads):
-            ax = axes[i, j]
-            ax.imshow(alpha[i, j], cmap="viridis", vmin=0, vmax=1, aspect="auto")
-            ax.set_title(f"layer {i + 1}, head {j + 1}", fontsize=9)
-            ax.set_xticks(range(len(src)), src, fontsize=6)
-            ax.set_yticks(range(len(out)), out, fontsize=6)
-    fig.suptitle(f"cross-attention on {text!r} -> {''.join(out)!r}", fontsize=11)
-    fig.tight_layout()
-    plt.close(fig)
-    return fig
+    return Picture(fig, summary, {title: values for title, values, _, _ in panels})
+
+
+def positional_encoding_picture(n: int = 40, d: int = 64, at: int = 10) -> Picture:
+    """PE (n, d) as a heatmap, and PE[pos] . PE[at] against pos: nearby positions look alike."""
+    pe = A.positional_encoding(n, d)  # (n, d)
+    similarity = (pe @ pe[at]).numpy()  # PE[pos] . PE[at]: (n,)
+    width = 11.0
+    sizes = _sizes(width)
+    fig = plots.new_figure(width, 3.5, layout="constrained")
+    left, right = fig.subplots(1, 2, width_ratios=[1.4, 1])
+    im = left.imshow(pe.numpy().T, cmap="RdBu_r", vmin=-1, vmax=1, aspect="auto")
+    left.set_xlabel("position pos", fontsize=sizes.label)
+    left.set_ylabel("dimension i", fontsize=sizes.label)
+    left.set_title(f"PE[pos, i], d = {d}", fontsize=sizes.title)
+    fig.colorbar(im, ax=left, fraction=0.04).ax.tick_params(labelsize=sizes.tick)
+    right.plot(range(n), similarity, "o-", markersize=4)
+    right.axvline(at, color="0.6", lw=1)
+    right.set_xlabel("position pos", fontsize=sizes.label)
+    right.set_title(f"PE[pos] · PE[{at}]", fontsize=sizes.title)
+    for ax in (left, right):
+        ax.tick_params(labelsize=sizes.tick)
+    peak = int(np.argmax(similarity))
+    summary = f"positional encoding (n={n}, d={d}); PE[pos]·PE[{at}] peaks at pos = {peak}"
+    return Picture(fig, summary, {"pe": pe, "similarity": similarity})
+
+
+def _first_wrong(got: str, expected: str) -> int | None:
+    """0-based index of the first output character that is not the expected one, or None."""
+    for t in range(max(len(got), len(expected))):
+        if t >= len(got) or t >= len(expected) or got[t] != expected[t]:
+            return t
+    return None
+
+
+def alignment_failure(model, length: int = 45, seed: int = 0) -> Picture:
+    """Reverse a random digit string with ``model``; show alpha against the right alignment.
+
+    For reversal, output digit t (1-based) should attend to source digit n + 1 - t: the
+    dotted line.  The red line marks the first wrong output digit.
+    """
+    from .decode import decode
+
+    rng = np.random.default_rng(seed)
+    digits = "".join(rng.choice(list("0123456789"), size=length))
+    result = decode(model, digits)
+    alpha = result.alpha.reshape(-1, *result.alpha.shape[-2:]).mean(axis=0)  # (T, n)
+    wrong = _first_wrong(result.text, digits[::-1])
+    T, n = alpha.shape
+    width = 7.6
+    sizes = _sizes(width)
+    fig = plots.new_figure(width, 4.6, layout="constrained")
+    ax = fig.add_subplot()
+    x, y = [str(i) for i in range(1, n + 1)], [str(t) for t in range(1, T + 1)]  # 1-based
+    _heatmap(ax, alpha, x, y, sizes, xlabel="source position i", ylabel="output step t")
+    ax.plot([length - 1 - t for t in range(length)], range(length), ":", color="white", lw=2)
+    if wrong is not None:
+        ax.axhline(wrong, color="red", lw=2)
+    right = length if wrong is None else wrong
+    ax.set_title(f"{length} digits in: the first {right} outputs right", fontsize=sizes.title)
+    summary = (
+        f"{length} digits in, {len(result.text)} out; first wrong output digit: "
+        f"{'none' if wrong is None else wrong + 1}"
+    )
+    data = {"digits": digits, "output": result.text, "first_wrong": wrong, "alpha": alpha}
+    return Picture(fig, summary, data)

@@ -166,13 +166,21 @@ def longest_path(kind: str, n: int, k: int = 3) -> int:
     return len(shortest_path(dependency_graph(kind, n, k))) - 1
 
 
-def complexity(kind: str, n: int, k: int) -> tuple[str, float]:
-    """The Table 1 order of the path length and its value at (n, k): e.g. ("O(n/k)", 10.0)."""
+def complexity(kind: str, n: int, k: int) -> tuple[str, int, str]:
+    """Vaswani et al.'s Table 1 order of the path length, as the whole number it means.
+
+    Returns (order, value, how): ("O(n)", n, "n"), ("O(n/k)", ceil(n/k), "⌈n/k⌉"),
+    ("O(log_k n)", ceil(log_k n), "⌈log_k n⌉") or ("O(1)", 1, "1"); ceil(log_k n) is the
+    smallest L with k^L >= n, counted in integers (no float logarithm).
+    """
     _check(kind, n, k)
     if kind == "rnn":
-        return "O(n)", float(n)
+        return "O(n)", n, "n"
     if kind == "cnn":
-        return "O(n/k)", n / k
+        return "O(n/k)", -(-n // k), "⌈n/k⌉"
     if kind == "dilated_cnn":
-        return "O(log_k n)", math.log(n, k)
-    return "O(1)", 1.0
+        layers, seen = 0, 1
+        while seen < n:  # k^L >= n
+            layers, seen = layers + 1, seen * k
+        return "O(log_k n)", layers, "⌈log_k n⌉"
+    return "O(1)", 1, "1"

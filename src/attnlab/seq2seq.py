@@ -20,14 +20,15 @@ Shapes: B batch, n source length, T target length, E embedding, H hidden.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 
 import torch
 from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from attnlab.attention import AdditiveScore, make_score, masked_softmax, padding_mask
+from attnlab.attention import AdditiveScore, attention, make_score, padding_mask
 from attnlab.data import Vocab
-from attnlab.decode import Seq2SeqModel, State, StepOutput
+from attnlab.models import Seq2SeqModel, State, StepOutput
 
 __all__ = ["RNNConfig", "RNNEncDec", "RNNSearch"]
 
@@ -98,7 +99,8 @@ class RNNEncDec(_RecurrentSeq2Seq):
         # All the decoder sees is the final state: a one-hot on the last source position.
         n = int(src_len.max())
         alpha = nn.functional.one_hot(src_len - 1, n).float()  # (B, n)
-        return StepOutput(logits, alpha, None, {"s": s, "c": c, "src_len": src_len})
+        state = {"s": s, "c": c, "src_len": src_len}
+        return StepOutput(logits, alpha[:, None, None, :], None, state)  # alpha: (B, 1, 1, n)
 
 
 class RNNSearch(_RecurrentSeq2Seq):
@@ -120,31 +122,32 @@ class RNNSearch(_RecurrentSeq2Seq):
         self.decoder = nn.GRUCell(E + 2 * H, S)  # s_t = GRU(s_{t-1}, [y_{t-1}; c_t])
         self.out = nn.Linear(S + 2 * H + E, len(tgt_vocab))  # W_o [s_t; c_t; y_{t-1}]
 
+    def __setattr__(self, name: str, value: object) -> None:
+        # ``model.score = fn`` (or mock.patch.object) swaps any callable (query (B, m, d_q),
+        # keys (B, n, d_k)) -> (B, m, n) in for the score module; assigning a module back
+        # restores it.  (nn.Module alone refuses a plain function where a module was.)
+        if name == "score" and callable(value) and not isinstance(value, nn.Module):
+            self._modules.pop("score", None)
+            object.__setattr__(self, name, value)
+            return
+        super().__setattr__(name, value)
+
     def start(self, src: Tensor, src_len: Tensor) -> State:
         h, h_n = _encode(self.encoder, self.src_emb(src), src_len)  # h: (B, n, 2H)
         s = torch.tanh(self.init_state(h_n[1]))  # s_0 from the backward state at x_1: (B, S)
-        mask = padding_mask(src_len, src.shape[1])  # (B, n): True at real tokens
+        mask = padding_mask(src_len, src.shape[1])[:, None, :]  # (B, 1, n): True at real tokens
         state = {"s": s, "h": h, "mask": mask}
         if isinstance(self.score, AdditiveScore):
-            state["Uh"] = self.score.U(h)  # U h_i does not depend on t: once per source
+            state["Uh"] = self.score.precompute(h)  # U h_i does not depend on t: once per source
         return state
 
-    def attend(self, s_prev: Tensor, state: State) -> tuple[Tensor, Tensor]:
-        """alpha_t (B, n) and c_t (B, 2H) for the previous decoder state s_{t-1} (B, S)."""
-        h, mask = state["h"], state["mask"]
-        if "Uh" in state:  # AdditiveScore.forward, with U h_i taken from the state
-            Ws = self.score.W(s_prev)[:, None, :]  # (B, 1, d_attn)
-            e = self.score.v(torch.tanh(Ws + state["Uh"])).squeeze(-1)  # v^T tanh(W s + U h_i)
-        else:
-            e = self.score(s_prev[:, None, :], h)[:, 0, :]  # e_{t,i} = score(s_{t-1}, h_i)
-        alpha = masked_softmax(e, mask)  # alpha_{t,i}: (B, n)
-        c = (alpha[:, :, None] * h).sum(dim=1)  # c_t = sum_i alpha_{t,i} h_i: (B, 2H)
-        return alpha, c
-
     def step(self, state: State, y_prev: Tensor) -> StepOutput:
-        s_prev = state["s"]  # s_{t-1}: (B, S)
-        alpha, c = self.attend(s_prev, state)
+        s_prev, h = state["s"], state["h"]  # s_{t-1}: (B, S), h: (B, n, 2H)
+        score = partial(self.score, Uh=state["Uh"]) if "Uh" in state else self.score
+        # alpha_{t,i} = softmax_i(score(s_{t-1}, h_i)),  c_t = sum_i alpha_{t,i} h_i
+        c, alpha = attention(s_prev[:, None, :], h, h, score, state["mask"])
+        c, alpha = c[:, 0], alpha[:, 0]  # c_t: (B, 2H), alpha_t: (B, n)
         y = self.tgt_emb(y_prev)  # y_{t-1}: (B, E)
         s = self.decoder(torch.cat([y, c], dim=-1), s_prev)  # s_t = f(s_{t-1}, y_{t-1}, c_t)
         logits = self.out(torch.cat([s, c, y], dim=-1))  # (B, V)
-        return StepOutput(logits, alpha, c, {**state, "s": s})
+        return StepOutput(logits, alpha[:, None, None, :], c, {**state, "s": s})

@@ -8,6 +8,8 @@
 * ``lab_page`` / ``offline_page``: a 1280x720 page whose requests may only go to that server
   (``lab_page``) or to file:// (``offline_page``); everything else is blocked and recorded in
   ``page.blocked`` so that a test can assert that nothing needed the network.
+* ``new_page`` (session): the same as a context manager, for fixtures of a wider scope (one
+  walk through a deck serves several tests).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -59,12 +62,13 @@ class Lab:
         """e.g. page_url("rise", "notebooks/07_attention.ipynb")."""
         return f"{self.url}/{route}/{path}?token={self.token}"
 
-    def api(self, method: str, endpoint: str) -> object:
+    def api(self, method: str, endpoint: str, body: dict | None = None) -> object:
         """Call the REST API with the token; returns the decoded JSON (None when empty)."""
         request = urllib.request.Request(
             f"{self.url}/api/{endpoint}",
             method=method,
-            headers={"Authorization": f"token {self.token}"},
+            data=None if body is None else json.dumps(body).encode("utf-8"),
+            headers={"Authorization": f"token {self.token}", "Content-Type": "application/json"},
         )
         with urllib.request.urlopen(request, timeout=10) as response:
             body = response.read()
@@ -235,3 +239,18 @@ def offline_page(browser):
         yield page
     finally:
         context.close()
+
+
+@pytest.fixture(scope="session")
+def new_page(browser):
+    """``with new_page(allowed) as page``: a page as ``lab_page`` / ``offline_page`` make."""
+
+    @contextmanager
+    def make(allowed: tuple[str, ...]):
+        context, page = _page(browser, allowed)
+        try:
+            yield page
+        finally:
+            context.close()
+
+    return make

@@ -1,15 +1,29 @@
-"""What both browser tests do to a reveal.js deck: walk it, read it, move a slider.
+"""What both browser tests do to a reveal.js deck: walk it, read it, measure it, move its controls.
 
 Works on the live RISE slideshow (JupyterLab) and on nbconvert's exported slides alike: both
-put each slide in a reveal.js ``<section>`` and each notebook cell in a ``.jp-Cell``.
+put each slide in a reveal.js ``<section>`` and each notebook cell in a ``.jp-Cell``.  Nothing
+here knows how many slides a deck has or what they say: the walk goes from the first slide to
+the last with Space and checks whatever it finds.
+
+On every slide and fragment step the walk
+
+* takes a screenshot (artifacts/slides/<deck>[-html]/),
+* checks the formulas (typeset, drawn) and that the speaker notes stay hidden,
+* measures the fit: the bounding boxes of every shown cell's input, outputs and markdown (and
+  of everything inside them) in the present slide must end inside the 1280x720 screen,
+* looks for test scaffolding (``# NBVAL_IGNORE_OUTPUT`` and the like) in the shown text,
+* moves each widget control the first time it shows: in the slideshow every slider, several
+  times, timing release-to-new-picture; in the export every slider, checkbox and toggle button
+  once, checking that the picture changes.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import statistics
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -17,10 +31,15 @@ DECK = "notebooks/07_attention.ipynb"
 FIXTURE = "tests/e2e/fixtures/mini_deck.ipynb"
 # Copied into the test server's root (relative paths kept: the deck loads ../pics/*.png).
 SERVED = ["notebooks", "pics", "tests/e2e/fixtures"]
-# Screenshots of every slide: artifacts/slides/<deck name>/ (git-ignored).
-ARTIFACTS = ROOT / "artifacts" / "slides"
+ARTIFACTS = ROOT / "artifacts"
+# Screenshots of every slide: artifacts/slides/<deck name>[-html]/ (git-ignored).
+SLIDES_ARTIFACTS = ARTIFACTS / "slides"
+# Slider latency in the slideshow, one entry per deck (read by benchmarks/slider_latency.py).
+LATENCY_JSON = ARTIFACTS / "slider_latency.json"
+# The size of the offline export (read by benchmarks/slider_latency.py too).
+EXPORT_SIZE_JSON = ARTIFACTS / "export_size.json"
 
-# The widgets of attnlab.widgets, and the slider whose move must change the picture.
+# The widgets of attnlab.widgets.
 WIDGET_CLASSES = ("DecodeStepper", "ScaledDotExplorer", "ScoreLab", "PathLengthExplorer")
 # A widget that failed to render shows its text form instead, e.g. "VBox(children=(...".
 _NAMES = "|".join(WIDGET_CLASSES)
@@ -29,23 +48,26 @@ WIDGET_REPR = re.compile(
     r"Output|Button|Text|Dropdown|Checkbox|HTML|HTMLMath|Label|Play|ToggleButtons)\("
 )
 PROBLEM_TEXT = re.compile(r"Traceback|Error\b|Exception\b|Warning\b|Error displaying widget")
+WIDGET_CALL = re.compile(rf"\b(?:{_NAMES})\(")
+# Text written for the tests or the linters, never for the room.
+SCAFFOLDING = re.compile(
+    r"NBVAL_[A-Z_]+|nbval-[a-z-]+|#\s*noqa\b|#\s*fmt:\s*(?:off|on|skip)|#\s*type:\s*ignore"
+    r"|#\s*pragma:\s*no\s*cover|ATTNLAB_SOLUTIONS"
+)
 
-
-@dataclass(frozen=True)
-class SliderCheck:
-    """Moving slider ``label`` in the widget made by the code cell matching ``cell`` must change
-    the widget's picture."""
-
-    name: str
-    cell: str  # regex on the cell's source
-    label: str  # the slider's description
+LATENCY_MOVES = 5  # slider moves timed per slider in the slideshow
+LATENCY_TARGET_MS = 100.0  # the issue's target for the median (benchmarks print the verdict)
+FIT_TOLERANCE_PX = 1.0  # sub-pixel rounding of the layout
 
 
 @dataclass(frozen=True)
 class Deck:
     path: str  # relative to the repository root (and to the test server's root)
-    live_sliders: tuple[SliderCheck, ...]  # checked in the RISE slideshow (kernel running)
-    offline_sliders: tuple[SliderCheck, ...]  # checked in the exported HTML (no kernel)
+    widget_cell: str  # regex on a code cell's source: the cells whose widget has controls
+    # What a deck is built to get wrong (the fixture deck proves each check can fail):
+    overflows: tuple[tuple[str, str], ...] = ()  # (slide title, "bottom" | "right")
+    scaffolding: tuple[str, ...] = ()  # slide titles that show test markers
+    dead_offline: tuple[str, ...] = ()  # regexes on the source: widgets drawn by the kernel
 
     @property
     def name(self) -> str:
@@ -54,13 +76,18 @@ class Deck:
     def notebook(self) -> dict:
         return json.loads((ROOT / self.path).read_text(encoding="utf-8"))
 
+    def expected_widgets(self) -> int:
+        return len(code_cells(self.notebook(), self.widget_cell))
 
-STEPPER = SliderCheck("DecodeStepper t slider", r"\bDecodeStepper\(", "t")
-EXPLORER = SliderCheck("ScaledDotExplorer d_k slider", r"\bScaledDotExplorer\(", "d_k")
-LECTURE = Deck(DECK, (STEPPER, EXPLORER), (STEPPER,))
-_MINI_STEPPER = SliderCheck("pre-rendered frames t slider", r"fixture-stepper", "t")
-_MINI_EXPLORER = SliderCheck("kernel-drawn d_k slider", r"fixture-explorer", "d_k")
-MINI = Deck(FIXTURE, (_MINI_STEPPER, _MINI_EXPLORER), (_MINI_STEPPER,))
+
+LECTURE = Deck(DECK, WIDGET_CALL.pattern)
+MINI = Deck(
+    FIXTURE,
+    r"fixture-(?:stepper|explorer)",
+    overflows=(("Too tall for the screen", "bottom"), ("Too wide for the screen", "right")),
+    scaffolding=("Too tall for the screen",),
+    dead_offline=(r"fixture-explorer",),
+)
 
 
 # ---------------------------------------------------------------------------- the notebook
@@ -78,50 +105,153 @@ def notes_cells(nb: dict) -> list[int]:
     return [i for i, c in enumerate(nb["cells"]) if slide_type(c) == "notes"]
 
 
-WIDGET_CALL = re.compile(rf"\b(?:{_NAMES})\(")
+def code_cells(nb: dict, pattern: str) -> list[int]:
+    """Code cells whose source matches ``pattern``."""
+    regex = re.compile(pattern)
+    return [
+        i
+        for i, c in enumerate(nb["cells"])
+        if c["cell_type"] == "code" and regex.search("".join(c["source"]))
+    ]
 
 
 def widget_cells(nb: dict) -> list[int]:
     """Code cells that build one of attnlab's widgets."""
-    return [
-        i
-        for i, c in enumerate(nb["cells"])
-        if c["cell_type"] == "code" and WIDGET_CALL.search("".join(c["source"]))
-    ]
+    return code_cells(nb, WIDGET_CALL.pattern)
 
 
 # ---------------------------------------------------------------------------- page scripts
-# The present slide: the innermost section.present (reveal.js nests vertical slides).
-PRESENT_JS = """
-() => {
-  const all = Array.from(document.querySelectorAll('.reveal .slides section.present'));
-  const p = all.filter(s => !s.querySelector('section.present')).pop();
+# The present slide: reveal.js marks a vertical stack `section.present` too, so the slide shown
+# is the present section that is not a stack.  Its place: h (horizontal), v (vertical), title.
+_SLIDE = "document.querySelector('.reveal .slides section.present:not(.stack)')"
+_SHOWN = "e => e.checkVisibility({opacityProperty: true, visibilityProperty: true})"
+
+PRESENT_JS = f"""
+() => {{
+  const p = {_SLIDE};
   if (!p) return null;
   const leaves = Array.from(document.querySelectorAll('.reveal .slides section'))
     .filter(s => !s.querySelector('section'));
-  return {
+  const top = p.parentElement.closest('section') || p;
+  const tops = Array.from(document.querySelectorAll('.reveal .slides > section'));
+  const heading = Array.from(p.querySelectorAll('h1, h2, h3, h4'))
+    .find(h => !h.closest('aside.notes'));
+  const title = (heading ? heading.textContent : p.textContent)
+    .replace(/\\u00b6/g, '').replace(/\\s+/g, ' ').trim().slice(0, 60);
+  return {{
     index: leaves.indexOf(p),
     total: leaves.length,
+    h: tops.indexOf(top),
+    v: top === p ? 0 : Array.from(top.children).filter(c => c.matches('section')).indexOf(p),
+    title,
     fragments: p.querySelectorAll('.fragment').length,
     visible: p.querySelectorAll('.fragment.visible').length,
-  };
-}
+  }};
+}}
+"""
+
+# How far the shown content of the present slide reaches past the screen's bottom and right
+# edge.  Every shown cell's input, each of its outputs and its markdown is one part; a part's
+# box is the union of its own box and its shown descendants' (content cut off by a scrolling
+# box is still content the room does not see).
+FIT_JS = f"""
+() => {{
+  const p = {_SLIDE};
+  if (!p) return [];
+  const shown = {_SHOWN};
+  const W = document.documentElement.clientWidth, H = document.documentElement.clientHeight;
+  const found = [];
+  const cells = Array.from(p.querySelectorAll('.jp-Cell'))
+    .filter(c => !c.closest('aside.notes') && shown(c));
+  cells.forEach(cell => {{
+    const text = cell.textContent.replace(/\\u00b6/g, '').replace(/\\s+/g, ' ').trim()
+      .replace(/^(In )?\\[[\\d ]*\\]:\\s*/, '');
+    const markdown = cell.classList.contains('jp-MarkdownCell');
+    const parts = markdown
+      ? Array.from(cell.querySelectorAll('.jp-MarkdownOutput')).map(e => ['markdown', e])
+      : Array.from(cell.querySelectorAll('.jp-InputArea')).map(e => ['input', e]).concat(
+          Array.from(cell.querySelectorAll('.jp-OutputArea-output'))
+            .map((e, i) => ['output ' + (i + 1), e]));
+    for (const [kind, part] of parts) {{
+      if (!shown(part)) continue;
+      let bottom = -Infinity, right = -Infinity;
+      for (const e of [part, ...part.querySelectorAll('*')]) {{
+        const r = e.getBoundingClientRect();
+        if (r.width === 0 || r.height === 0 || !shown(e)) continue;
+        bottom = Math.max(bottom, r.bottom);
+        right = Math.max(right, r.right);
+      }}
+      if (bottom > H + {FIT_TOLERANCE_PX} || right > W + {FIT_TOLERANCE_PX}) {{
+        found.push({{part: kind, cell: text.slice(0, 50),
+                    bottom: Math.ceil(Math.max(0, bottom - H)),
+                    right: Math.ceil(Math.max(0, right - W))}});
+      }}
+    }}
+  }});
+  return found;
+}}
+"""
+
+# Test markers in the text of the shown cells of the present slide (input, outputs, markdown).
+SHOWN_TEXT_JS = f"""
+() => {{
+  const p = {_SLIDE};
+  if (!p) return '';
+  const shown = {_SHOWN};
+  return Array.from(p.querySelectorAll('.jp-Cell'))
+    .filter(c => !c.closest('aside.notes') && shown(c))
+    .map(c => c.textContent).join('\\n');
+}}
+"""
+
+# The controls of the widgets on the present slide that the walk has not moved yet: sliders,
+# checkboxes and toggle buttons that are shown.  Each gets data-attnlab-control=<n> (a handle
+# for Playwright) and is described: kind, label, and the cell (its source) it belongs to.
+CONTROLS_JS = f"""
+(kinds) => {{
+  const p = {_SLIDE};
+  if (!p) return [];
+  const shown = {_SHOWN};
+  window.__attnlabControls = window.__attnlabControls || 0;
+  const selectors = {{
+    slider: '.widget-slider',
+    checkbox: '.widget-checkbox',
+    toggle: '.widget-toggle-buttons, .widget-toggle-button:not(.widget-toggle-buttons *)',
+  }};
+  const out = [];
+  for (const cell of p.querySelectorAll('.jp-CodeCell')) {{
+    if (cell.closest('aside.notes') || !shown(cell)) continue;
+    const source = (cell.querySelector('.jp-InputArea') || {{textContent: ''}}).textContent;
+    for (const kind of kinds) {{
+      for (const c of cell.querySelectorAll('.jp-OutputArea-output ' +
+                                            selectors[kind].split(', ').join(', .jp-OutputArea-output '))) {{
+        if (c.dataset.attnlabControl || !shown(c)) continue;
+        if (c.querySelector('input:disabled, button:disabled')) continue;
+        c.dataset.attnlabControl = String(++window.__attnlabControls);
+        if (!cell.dataset.attnlabCell) cell.dataset.attnlabCell = 'c' + c.dataset.attnlabControl;
+        const label = c.querySelector('.widget-label');
+        out.push({{id: c.dataset.attnlabControl, cell: cell.dataset.attnlabCell, kind, source,
+                  label: (label && label.textContent.trim()) || c.textContent.trim().slice(0, 30)}});
+      }}
+    }}
+  }}
+  return out;
+}}
 """
 
 # Text on the present slide that MathJax left raw ($...$, $$...$$, a TeX command), MathJax
 # errors, and formulas whose letters a text-transform changes.
-RAW_TEX_JS = r"""
-() => {
-  const all = Array.from(document.querySelectorAll('.reveal .slides section.present'));
-  const p = all.filter(s => !s.querySelector('section.present')).pop();
+RAW_TEX_JS = rf"""
+() => {{
+  const p = {_SLIDE};
   if (!p) return ['no present slide'];
   const skip = 'mjx-container, .MathJax, .MathJax_CHTML, .MathJax_Preview, .mjx-chtml, script, '
     + 'style, code, pre, .jp-CodeCell .jp-InputArea, .CodeMirror, .cm-editor, aside.notes';
   const walker = document.createTreeWalker(p, NodeFilter.SHOW_TEXT);
   let text = '';
-  for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+  for (let n = walker.nextNode(); n; n = walker.nextNode()) {{
     if (!n.parentElement.closest(skip)) text += n.textContent + ' ';
-  }
+  }}
   const raw = text.match(/\$\$[^$]+\$\$|\$[^$\s][^$]*\$|\\(?:sqrt|frac|alpha|sum|top|mathrm|text|left|right|cdot|dots|exp|log|in|le|ge|times|mathbf|operatorname|begin|end)\b/g);
   const errors = Array.from(p.querySelectorAll('mjx-merror, .MathJax_Error, .merror'))
     .map(e => 'MathJax error: ' + e.textContent);
@@ -131,7 +261,7 @@ RAW_TEX_JS = r"""
     .map(m => 'formula drawn with text-transform ' + getComputedStyle(m).textTransform + ': '
       + (m.closest('h1, h2, h3, h4, h5, h6, p, li') || m).textContent.slice(0, 60));
   return (raw || []).concat(errors, capitals);
-}
+}}
 """
 
 # Pictures on the slides that did not load (a missing file, a blocked URL).
@@ -184,6 +314,145 @@ async (cell) => {
 }
 """
 
+# Watches one cell's shown pictures from now on: each change of which <img> is shown or of its
+# src is recorded once the new picture is decoded and the next frame is drawn
+# (requestAnimationFrame), and so is the release of the mouse button (pointerup).
+WATCH_PICTURE_JS = """
+(cell) => {
+  const shownSrc = () => Array.from(cell.querySelectorAll('.jp-OutputArea-output img'))
+    .filter(i => i.checkVisibility()).map(i => i.src);
+  const w = {released: null, changes: [], last: shownSrc().join('|')};
+  if (window.__attnlabWatch) window.__attnlabWatch.stop();
+  window.__attnlabWatch = w;
+  const seen = () => {
+    const now = shownSrc(), key = now.join('|');
+    if (key === w.last) return;
+    w.last = key;
+    const imgs = Array.from(cell.querySelectorAll('.jp-OutputArea-output img'))
+      .filter(i => i.checkVisibility());
+    Promise.all(imgs.map(i => i.decode().catch(() => null))).then(() =>
+      requestAnimationFrame(() => w.changes.push({t: performance.now(), key})));
+  };
+  const observer = new MutationObserver(seen);
+  observer.observe(cell, {subtree: true, childList: true, attributes: true,
+                          attributeFilter: ['src', 'class', 'style', 'hidden']});
+  const up = () => { if (w.released === null) w.released = performance.now(); };
+  window.addEventListener('pointerup', up, true);
+  w.stop = () => { observer.disconnect(); window.removeEventListener('pointerup', up, true); };
+  return w.last;
+}
+"""
+WATCH_STATE_JS = """
+() => { const w = window.__attnlabWatch;
+        return {released: w.released, changes: w.changes, now: performance.now(), last: w.last}; }
+"""
+WATCH_STOP_JS = "() => window.__attnlabWatch && window.__attnlabWatch.stop()"
+
+# MathJax 2 (the exported slides) typesets again on every slide change; MathJax 3 (JupyterLab)
+# typesets once, when a cell renders.
+MATHJAX_IDLE_JS = """
+() => !(window.MathJax && MathJax.Hub) || (MathJax.Hub.queue.pending === 0
+  && !MathJax.Hub.queue.running)
+"""
+
+# Typeset formulas on the present slide that take no room (typeset while hidden, not yet redrawn).
+FLAT_MATH_JS = f"""
+() => {{
+  const p = {_SLIDE};
+  if (!p) return 0;
+  return Array.from(p.querySelectorAll('mjx-container, .MathJax_CHTML'))
+    .filter(m => !m.closest('aside.notes'))
+    .filter(m => {{ const r = m.getBoundingClientRect(); return r.width === 0 || r.height === 0; }})
+    .length;
+}}
+"""
+
+
+# ---------------------------------------------------------------------------- results
+@dataclass
+class Overflow:
+    """The worst overflow seen on one slide, over its fragment steps."""
+
+    slide: dict  # PRESENT_JS of the slide
+    bottom: int = 0
+    right: int = 0
+    where: list[str] = field(default_factory=list)
+
+    def add(self, step: str, found: dict) -> None:
+        self.bottom = max(self.bottom, found["bottom"])
+        self.right = max(self.right, found["right"])
+        edges = [f"{found[e]} px past the {e}" for e in ("bottom", "right") if found[e]]
+        self.where.append(f"{step}: {found['part']} of {found['cell']!r}: {', '.join(edges)}")
+
+    def line(self) -> str:
+        edges = [
+            f"{px} px past the {'bottom' if e == 'bottom' else 'right edge'}"
+            for e, px in (("bottom", self.bottom), ("right", self.right))
+            if px
+        ]
+        return f"{where_slide(self.slide)}: {' and '.join(edges)}"
+
+
+@dataclass
+class Control:
+    """One widget control moved by the walk."""
+
+    id: str
+    cell: str
+    kind: str  # slider | checkbox | toggle
+    label: str
+    widget: str  # the widget's class, or the first line of its cell
+    slide: dict
+    source: str = ""
+    changed: bool = False
+    problem: str = ""
+    latencies_ms: list[float] = field(default_factory=list)
+
+
+@dataclass
+class Walk:
+    steps: list[dict] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    overflows: dict[int, Overflow] = field(default_factory=dict)
+    scaffolding: dict[int, tuple[dict, set[str]]] = field(default_factory=dict)
+    controls: list[Control] = field(default_factory=list)
+
+    def overflow_report(self) -> str:
+        if not self.overflows:
+            return "every slide and fragment fits the 1280x720 screen\n"
+        lines = []
+        for o in self.overflows.values():
+            lines.append(o.line())
+            lines.extend(f"    {w}" for w in o.where)
+        return "\n".join(lines) + "\n"
+
+    def latency_record(self) -> dict:
+        widgets: dict[str, dict] = {}
+        for c in self.controls:
+            if c.kind != "slider":
+                continue
+            entry = widgets.setdefault(c.widget, {"sliders": {}, "moves_ms": []})
+            entry["sliders"][c.label] = {
+                "moves_ms": [round(x, 1) for x in c.latencies_ms],
+                "median_ms": round(statistics.median(c.latencies_ms), 1)
+                if c.latencies_ms
+                else None,
+                "problem": c.problem,
+            }
+            entry["moves_ms"] += [round(x, 1) for x in c.latencies_ms]
+        for entry in widgets.values():
+            moves = entry["moves_ms"]
+            entry["median_ms"] = round(statistics.median(moves), 1) if moves else None
+        return widgets
+
+
+def where_slide(slide: dict) -> str:
+    return f"slide {slide['index'] + 1} (h {slide['h']}, v {slide['v']}) {slide['title']!r}"
+
+
+def where_step(slide: dict) -> str:
+    return f"{where_slide(slide)} step {slide['visible']}/{slide['fragments']}"
+
 
 # ---------------------------------------------------------------------------- python helpers
 def present(page) -> dict | None:
@@ -204,73 +473,142 @@ def raw_tex(page, wait_s: float = 8.0) -> list[str]:
         time.sleep(0.25)
 
 
-def code_cell(page, pattern: str):
-    """The one code cell whose source matches ``pattern`` (a Locator)."""
-    found = page.locator(".jp-CodeCell").filter(
-        has=page.locator(".jp-InputArea", has_text=re.compile(pattern))
-    )
-    count = found.count()
-    assert count == 1, f"{count} code cells match {pattern!r}, expected exactly 1"
-    return found.first
-
-
-def slider(cell, label: str):
-    """The ipywidgets slider described ``label`` inside a cell's output."""
-    sliders = cell.locator(".widget-slider")
-    labels = [s.locator(".widget-label").first.inner_text().strip() for s in sliders.all()]
-    assert label in labels, f"no slider labelled {label!r} in the widget; sliders: {labels}"
-    return sliders.nth(labels.index(label))
-
-
 def readout(one_slider) -> str:
     return one_slider.locator(".widget-readout").first.inner_text().strip()
 
 
-def drag_slider(page, one_slider) -> tuple[str, str]:
-    """Drag the handle with the mouse (reveal.js owns the arrow keys) to a far point of the
-    track; returns the readout before and after."""
-    before = readout(one_slider)
-    one_slider.scroll_into_view_if_needed()
+def drag_to(page, one_slider, fraction: float, steps: int = 1) -> None:
+    """Drag the slider's handle with the mouse (reveal.js owns the arrow keys) to ``fraction``
+    of its track, and release."""
     handle = one_slider.locator(".noUi-handle").first.bounding_box()
     track = one_slider.locator(".noUi-target").first.bounding_box()
     assert handle and track, "the slider is not on screen"
     x0, y = handle["x"] + handle["width"] / 2, handle["y"] + handle["height"] / 2
-    # Go to 70% of the track, or to 30% when the handle already sits right of the middle.
-    fraction = 0.3 if x0 > track["x"] + track["width"] / 2 else 0.7
     x1 = track["x"] + fraction * track["width"]
     page.mouse.move(x0, y)
     page.mouse.down()
-    page.mouse.move((x0 + x1) / 2, y, steps=4)
-    page.mouse.move(x1, y, steps=4)
+    page.mouse.move(x1, y, steps=steps)
     page.mouse.up()
     page.evaluate("() => document.activeElement && document.activeElement.blur()")
-    return before, readout(one_slider)
 
 
-def pictures(cell) -> list[dict]:
-    return cell.evaluate(IMAGES_JS)
+def far_fraction(page, one_slider) -> float:
+    """70% of the track, or 30% when the handle already sits right of the middle."""
+    handle = one_slider.locator(".noUi-handle").first.bounding_box()
+    track = one_slider.locator(".noUi-target").first.bounding_box()
+    assert handle and track, "the slider is not on screen"
+    return 0.3 if handle["x"] + handle["width"] / 2 > track["x"] + track["width"] / 2 else 0.7
 
 
-def check_slider_changes_picture(page, check: SliderCheck, wait_s: float = 15.0) -> str:
-    """Move the slider; return '' when the widget's picture changed, else what went wrong."""
-    try:
-        cell = code_cell(page, check.cell)
-        one_slider = slider(cell, check.label)
-    except AssertionError as err:
-        return f"{check.name}: {err}"
-    first = pictures(cell)
-    if not first:
-        return f"{check.name}: no picture in the widget before moving the slider"
-    before, after = drag_slider(page, one_slider)
-    if before == after:
-        return f"{check.name}: dragging the handle left the value at {before}"
+def pictures(cell) -> list[str]:
+    """SHA-1 digests of the shown pictures of a cell."""
+    return [p["digest"] for p in cell.evaluate(IMAGES_JS)]
+
+
+def wait_for_new_picture(cell, first: list[str], wait_s: float = 10.0) -> bool:
     deadline = time.monotonic() + wait_s
     while time.monotonic() < deadline:
         now = pictures(cell)
-        if now and [p["digest"] for p in now] != [p["digest"] for p in first]:
-            return ""
-        time.sleep(0.25)
-    return f"{check.name}: value {before} -> {after} but the picture did not change"
+        if now and now != first:
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def operate(page, control, kind: str) -> None:
+    """Move a slider far, tick a checkbox, or pick another toggle button."""
+    if kind == "slider":
+        drag_to(page, control, far_fraction(page, control), steps=8)
+    elif kind == "checkbox":
+        control.locator("input[type=checkbox]").first.click()
+    else:
+        buttons = control.locator("button:not(.mod-active)")
+        (buttons.first if buttons.count() else control.locator("button").first).click()
+    page.evaluate("() => document.activeElement && document.activeElement.blur()")
+
+
+def state_text(control, kind: str) -> str:
+    """What the control shows as its value (a slider's readout, ticked, the active button)."""
+    if kind == "slider":
+        return readout(control)
+    if kind == "checkbox":
+        return str(control.locator("input[type=checkbox]").first.is_checked())
+    return control.evaluate(
+        "c => Array.from(c.querySelectorAll('button.mod-active'))"
+        ".map(b => b.textContent).join('|') || String(c.classList.contains('mod-active'))"
+    )
+
+
+def check_control_changes_picture(page, control: Control) -> None:
+    """Offline: one move of the control must change the widget's picture."""
+    cell = page.locator(f'[data-attnlab-cell="{control.cell}"]')
+    handle = page.locator(f'[data-attnlab-control="{control.id}"]')
+    first = pictures(cell)
+    if not first:
+        control.problem = "no picture in the widget"
+        return
+    before = state_text(handle, control.kind)
+    operate(page, handle, control.kind)
+    after = state_text(handle, control.kind)
+    if before == after:
+        control.problem = f"moving it left it at {before!r}"
+        return
+    control.changed = wait_for_new_picture(cell, first, wait_s=5.0)
+    if not control.changed:
+        control.problem = f"{before!r} -> {after!r} but the picture did not change"
+
+
+def time_slider(page, control: Control, moves: int = LATENCY_MOVES, quiet_s: float = 0.5) -> None:
+    """Live: move a slider ``moves`` times; each time record the milliseconds from releasing
+    the mouse to the last new picture on screen (the widget quiet for ``quiet_s`` after it)."""
+    cell = page.locator(f'[data-attnlab-cell="{control.cell}"]')
+    handle = page.locator(f'[data-attnlab-control="{control.id}"]')
+    first = pictures(cell)
+    if not first:
+        control.problem = "no picture in the widget"
+        return
+    targets = [0.8, 0.2, 0.65, 0.35, 0.9, 0.1, 0.55]
+    for fraction in (targets * (1 + moves // len(targets)))[:moves]:
+        before = readout(handle)
+        cell.evaluate(WATCH_PICTURE_JS)
+        drag_to(page, handle, fraction)
+        if readout(handle) == before:
+            page.evaluate(WATCH_STOP_JS)
+            continue  # this spot of the track gives the same value: no move to time
+        latency = wait_quiet(page, quiet_s)
+        page.evaluate(WATCH_STOP_JS)
+        if latency is None:
+            control.problem = (
+                f"the value went from {before!r} to {readout(handle)!r} but no new picture"
+            )
+            continue
+        control.latencies_ms.append(latency)
+    control.changed = bool(control.latencies_ms) and pictures(cell) != first
+
+
+def wait_quiet(page, quiet_s: float, wait_s: float = 15.0) -> float | None:
+    """Milliseconds from the release to the last picture change, once nothing changed for
+    ``quiet_s``; None when the picture never changed within ``wait_s``."""
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        w = page.evaluate(WATCH_STATE_JS)
+        if w["changes"] and w["now"] - w["changes"][-1]["t"] > quiet_s * 1000:
+            released = w["released"] if w["released"] is not None else w["changes"][0]["t"]
+            return max(0.0, w["changes"][-1]["t"] - released)
+        time.sleep(0.05)
+    return None
+
+
+PROMPT = re.compile(r"^\s*(?:In )?\[[\d ]*\]:\s*")
+
+
+def widget_name(source: str) -> str:
+    """The attnlab widget a cell builds, else the first line of its source."""
+    found = WIDGET_CALL.search(source)
+    if found:
+        return found.group(0).rstrip("(")
+    source = PROMPT.sub("", source).strip()
+    return source.splitlines()[0][:40] if source else "widget"
 
 
 def next_step(page, state: dict, wait_s: float = 5.0) -> dict | None:
@@ -285,66 +623,70 @@ def next_step(page, state: dict, wait_s: float = 5.0) -> dict | None:
     return None
 
 
-def walk(page, folder: Path, checks, n_cells: int) -> tuple[list[dict], list[str]]:
-    """Every slide and fragment from the first to the last (Space), a screenshot of each step;
-    checks typeset maths and hidden notes on every step, and each slider of ``checks`` on the
-    slide where its widget shows.  Returns the steps and the problems found."""
-    problems: list[str] = []
+def check_step(page, walk: Walk, state: dict, label: str = "") -> None:
+    """Fit and scaffolding of the present step."""
+    where = where_step(state) + label
+    for found in page.evaluate(FIT_JS):
+        walk.overflows.setdefault(state["index"], Overflow(state)).add(where, found)
+    markers = set(SCAFFOLDING.findall(page.evaluate(SHOWN_TEXT_JS)))
+    if markers:
+        walk.scaffolding.setdefault(state["index"], (state, set()))[1].update(markers)
+
+
+def check_formulas_and_notes(page, walk: Walk, state: dict, flat: int) -> None:
+    where = where_step(state)
+    if flat:
+        walk.problems.append(f"{where}: {flat} formulas typeset but not drawn")
+    for raw in raw_tex(page):
+        walk.problems.append(f"{where}: formula problem: {raw!r}")
+    for cell in cells(page):
+        if cell["inNotes"] and cell["visible"]:
+            walk.problems.append(f"{where}: speaker notes visible: {cell['text'][:80]!r}")
+
+
+def move_controls(page, walk: Walk, state: dict, live: bool) -> bool:
+    """Move the controls that show for the first time; True when any was moved."""
+    kinds = ["slider"] if live else ["slider", "checkbox", "toggle"]
+    found = page.evaluate(CONTROLS_JS, kinds)
+    for c in found:
+        control = Control(
+            c["id"], c["cell"], c["kind"], c["label"], widget_name(c["source"]), state, c["source"]
+        )
+        walk.controls.append(control)
+        try:
+            if live:
+                time_slider(page, control)
+            else:
+                check_control_changes_picture(page, control)
+        except AssertionError as err:
+            control.problem = str(err)
+    return bool(found)
+
+
+def walk(page, folder: Path, n_cells: int, live: bool) -> Walk:
+    """Every slide and fragment from the first to the last (Space): a screenshot, the checks
+    above, and the widget controls moved (``live``: the slideshow with a kernel)."""
+    result = Walk()
     page.keyboard.press("Home")  # reveal.js: first slide
-    page.wait_for_function("() => document.querySelector('.reveal .slides section.present')")
+    page.wait_for_function(f"() => {_SLIDE}")
     time.sleep(0.3)
     state = present(page)
     assert state and state["index"] == 0, f"Home did not go to the first slide: {state}"
-    pending = list(checks)
-    steps = []
     for _ in range(10 * n_cells + 20):  # a hard stop, far above any real deck
-        steps.append(state)
+        result.steps.append(state)
         flat = settle(page)
         shoot(page, folder, state)
-        where = f"slide {state['index'] + 1}, step {state['visible']}"
-        if flat:
-            problems.append(f"{where}: {flat} formulas typeset but not drawn")
-        for raw in raw_tex(page):
-            problems.append(f"{where}: formula problem: {raw!r}")
-        for cell in cells(page):
-            if cell["inNotes"] and cell["visible"]:
-                problems.append(f"{where}: speaker notes visible: {cell['text'][:80]!r}")
-        for check in list(pending):
-            if on_present_slide(page, check):
-                pending.remove(check)
-                problem = check_slider_changes_picture(page, check)
-                if problem:
-                    problems.append(f"{where}: {problem}")
-                shoot(page, folder, state, "-after-slider")
+        check_formulas_and_notes(page, result, state, flat)
+        check_step(page, result, state)
+        if move_controls(page, result, state, live):
+            time.sleep(0.3)
+            check_step(page, result, state, " (after moving its controls)")
+            shoot(page, folder, state, "-after-controls")
         nxt = next_step(page, state)
         if nxt is None:
             break
         state = nxt
-    for check in pending:
-        problems.append(f"{check.name}: its widget never showed on a slide")
-    return steps, problems
-
-
-# MathJax 2 (the exported slides) typesets again on every slide change; MathJax 3 (JupyterLab)
-# typesets once, when a cell renders.
-MATHJAX_IDLE_JS = """
-() => !(window.MathJax && MathJax.Hub) || (MathJax.Hub.queue.pending === 0
-  && !MathJax.Hub.queue.running)
-"""
-
-
-# Typeset formulas on the present slide that take no room (typeset while hidden, not yet redrawn).
-FLAT_MATH_JS = """
-() => {
-  const all = Array.from(document.querySelectorAll('.reveal .slides section.present'));
-  const p = all.filter(s => !s.querySelector('section.present')).pop();
-  if (!p) return 0;
-  return Array.from(p.querySelectorAll('mjx-container, .MathJax_CHTML'))
-    .filter(m => !m.closest('aside.notes'))
-    .filter(m => { const r = m.getBoundingClientRect(); return r.width === 0 || r.height === 0; })
-    .length;
-}
-"""
+    return result
 
 
 def settle(page, wait_s: float = 10.0) -> int:
@@ -356,18 +698,6 @@ def settle(page, wait_s: float = 10.0) -> int:
     while (flat := page.evaluate(FLAT_MATH_JS)) and time.monotonic() < deadline:
         time.sleep(0.2)
     return flat
-
-
-def on_present_slide(page, check: SliderCheck) -> bool:
-    """Is the widget of ``check`` on the present slide, and shown (not a hidden fragment)?"""
-    try:
-        cell = code_cell(page, check.cell)
-    except AssertionError:
-        return False
-    return cell.evaluate(
-        "c => !!c.closest('section.present') && "
-        "c.checkVisibility({opacityProperty: true, visibilityProperty: true})"
-    )
 
 
 def check_complete_walk(steps: list[dict], expected: int) -> list[str]:
@@ -388,9 +718,69 @@ def check_complete_walk(steps: list[dict], expected: int) -> list[str]:
     return problems
 
 
+# ---------------------------------------------------------------------------- the verdicts
+def fit_problems(result: Walk, deck: Deck) -> list[str]:
+    """Overflows the deck is not built to have, and built-in ones that were not found."""
+    expected = dict(deck.overflows)
+    problems = []
+    for o in result.overflows.values():
+        edge = expected.get(o.slide["title"])
+        if any(getattr(o, e) and e != edge for e in ("bottom", "right")):
+            problems.append(o.line() + "\n    " + "\n    ".join(o.where[:6]))
+    for title, edge in deck.overflows:
+        hit = [o for o in result.overflows.values() if o.slide["title"] == title]
+        if not hit or not getattr(hit[0], edge):
+            problems.append(f"{title!r} is built to run past the {edge}; the check found nothing")
+    return problems
+
+
+def scaffolding_problems(result: Walk, deck: Deck) -> list[str]:
+    problems = [
+        f"{where_slide(slide)} shows test scaffolding: {sorted(markers)}"
+        for slide, markers in result.scaffolding.values()
+        if slide["title"] not in deck.scaffolding
+    ]
+    seen = {slide["title"] for slide, _ in result.scaffolding.values()}
+    problems += [
+        f"{t!r} shows a test marker but the check found none"
+        for t in deck.scaffolding
+        if t not in seen
+    ]
+    return problems
+
+
+def control_problems(result: Walk, deck: Deck, live: bool) -> list[str]:
+    """Every widget cell had its controls moved; each changed the picture (offline: except the
+    widgets the deck draws in the kernel on purpose, which must not)."""
+    problems = []
+    dead = [re.compile(p) for p in deck.dead_offline] if not live else []
+    cells_moved = {c.cell for c in result.controls}
+    if len(cells_moved) != deck.expected_widgets():
+        names = sorted({c.widget for c in result.controls})
+        problems.append(
+            f"controls moved in {len(cells_moved)} widgets ({names}); the deck has "
+            f"{deck.expected_widgets()} widget cells with controls"
+        )
+    for c in result.controls:
+        on_purpose = not live and any(d.search(c.source) for d in dead)
+        name = f"{where_slide(c.slide)}: {c.widget} {c.kind} {c.label!r}"
+        if on_purpose and c.changed:
+            problems.append(f"{name} changed the picture with no kernel: the check is broken")
+        elif not on_purpose and not c.changed:
+            problems.append(f"{name}: {c.problem or 'the picture did not change'}")
+    return problems
+
+
+def save_report(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)
+
+
 def screenshot_dir(deck: Deck, kind: str) -> Path:
-    """artifacts/slides/<deck>[-<kind>]/, emptied."""
-    folder = ARTIFACTS / (deck.name if kind == "rise" else f"{deck.name}-{kind}")
+    """artifacts/slides/<deck>[-<kind>]/, emptied of old screenshots."""
+    folder = SLIDES_ARTIFACTS / (deck.name if kind == "rise" else f"{deck.name}-{kind}")
     if folder.exists():
         for old in folder.glob("*.png"):
             old.unlink()

@@ -1,15 +1,26 @@
 """The exported slides (`make html`) work from disk with the network cut off.
 
 scripts/export_html.py exports a temporary copy of the deck; Chromium opens the file with every
-request that is not file:// blocked, and the test checks: nothing asked for the network, the
-number of slides, typeset mathematics on every slide, every picture loaded, the widgets drawn
-from their stored state, the speaker notes hidden, and that moving the DecodeStepper's slider
-changes its picture (pre-rendered frames, no kernel).  Screenshots of every slide go to
-artifacts/slides/<deck>-html/.
+request that is not file:// blocked, and one walk through it (slides.walk) serves four tests:
+
+* ``test_offline_html_works``: nothing asked for the network; the number of slides; typeset
+  mathematics on every slide; every picture loaded; the widgets drawn from their stored state;
+  the speaker notes hidden;
+* ``test_offline_html_fits``: at 1280x720 nothing of any cell reaches past the bottom or the
+  right edge on any slide or fragment step (also written to
+  artifacts/slides/<deck>-html/overflow.txt);
+* ``test_offline_sliders_change_the_picture``: every slider, checkbox and toggle button of
+  every widget, moved with the mouse, changes the widget's picture with no kernel
+  (pre-rendered frames linked in the browser);
+* ``test_offline_html_shows_no_scaffolding``: no test marker shows.
+
+Screenshots of every slide go to artifacts/slides/<deck>-html/; the export's size to
+artifacts/export_size.json (printed by benchmarks/slider_latency.py).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -68,18 +79,34 @@ def export(deck: slides.Deck, tmp_path) -> tuple[str, dict]:
     return target.as_uri(), deck.notebook()
 
 
-@pytest.mark.parametrize("deck", [slides.MINI, slides.LECTURE], ids=lambda d: d.name)
-def test_offline_html(offline_page, deck, tmp_path):
-    page = offline_page
-    assert (slides.ROOT / deck.path).exists(), f"{deck.path} is missing"
-    url, nb = export(deck, tmp_path)
-    folder = slides.screenshot_dir(deck, "html")
+def export_size(html_file) -> dict:
+    """Bytes of the html file and of the whole folder (with lib/)."""
+    folder = html_file.parent
+    total = sum(f.stat().st_size for f in folder.rglob("*") if f.is_file())
+    return {"html_bytes": html_file.stat().st_size, "folder_bytes": total}
 
+
+def record_size(deck: slides.Deck, size: dict) -> None:
+    try:
+        data = json.loads(slides.EXPORT_SIZE_JSON.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        data = {}
+    data[deck.name] = size
+    slides.save_report(slides.EXPORT_SIZE_JSON, json.dumps(data, indent=1) + "\n")
+    mb = 1024 * 1024
+    print(
+        f"\n{deck.name}: export {size['html_bytes'] / mb:.1f} MiB html, "
+        f"{size['folder_bytes'] / mb:.1f} MiB with lib/"
+    )
+
+
+def open_export(page, url: str, nb: dict, deck: slides.Deck) -> list[str]:
+    """Load the exported slides; problems found before the walk."""
     page.goto(url)
     page.wait_for_selector(".reveal.ready", timeout=60_000)
     page.wait_for_function("() => window.MathJax && MathJax.Hub", timeout=60_000)
     page.wait_for_function(slides.MATHJAX_IDLE_JS, timeout=60_000)
-    if slides.widget_cells(nb) or deck is slides.MINI:
+    if slides.widget_cells(nb) or deck.expected_widgets():
         page.wait_for_function(
             "() => document.querySelectorAll('.jupyter-widgets').length > 0", timeout=60_000
         )
@@ -105,11 +132,55 @@ def test_offline_html(offline_page, deck, tmp_path):
     notes, hidden = len(slides.notes_cells(nb)), sum(c["inNotes"] for c in found)
     if hidden != notes:
         problems.append(f"{notes} speaker-notes cells but {hidden} cells in the hidden notes")
+    return problems
 
-    steps, walk_problems = slides.walk(page, folder, deck.offline_sliders, len(nb["cells"]))
-    problems += walk_problems
-    problems += slides.check_complete_walk(steps, slides.expected_slides(nb))
-    assert page.evaluate(slides.MATH_COUNT_JS) > 0, "MathJax typeset nothing"
-    assert not page.blocked, f"the slides asked for the network: {page.blocked[:10]}"
-    assert not page.page_errors, f"errors in the page: {page.page_errors[:5]}"
+
+@pytest.fixture(scope="module", params=[slides.MINI, slides.LECTURE], ids=lambda d: d.name)
+def offline(request, new_page, tmp_path_factory):
+    """Export the deck, open it from disk offline and walk it once: (deck, walk, problems)."""
+    deck = request.param
+    assert (slides.ROOT / deck.path).exists(), f"{deck.path} is missing"
+    tmp_path = tmp_path_factory.mktemp(f"export-{deck.name}")
+    url, nb = export(deck, tmp_path)
+    record_size(deck, export_size(tmp_path / "html" / f"{deck.name}.slides.html"))
+    folder = slides.screenshot_dir(deck, "html")
+    with new_page(("file://",)) as page:
+        problems = open_export(page, url, nb, deck)
+        walk = slides.walk(page, folder, len(nb["cells"]), live=False)
+        problems += walk.problems + slides.check_complete_walk(
+            walk.steps, slides.expected_slides(nb)
+        )
+        if not page.evaluate(slides.MATH_COUNT_JS):
+            problems.append("MathJax typeset nothing")
+        if page.blocked:
+            problems.append(f"the slides asked for the network: {page.blocked[:10]}")
+        if page.page_errors:
+            problems.append(f"errors in the page: {page.page_errors[:5]}")
+    slides.save_report(folder / "overflow.txt", walk.overflow_report())
+    print(f"\n{deck.name} (offline export) fit:\n{walk.overflow_report()}")
+    return deck, walk, problems
+
+
+def test_offline_html_works(offline):
+    _, _, problems = offline
+    assert not problems, "\n".join(problems)
+
+
+def test_offline_html_fits(offline):
+    deck, walk, _ = offline
+    problems = slides.fit_problems(walk, deck)
+    assert not problems, (
+        f"{len(problems)} slides do not fit 1280x720 in the offline export:\n" + "\n".join(problems)
+    )
+
+
+def test_offline_sliders_change_the_picture(offline):
+    deck, walk, _ = offline
+    problems = slides.control_problems(walk, deck, live=False)
+    assert not problems, "\n".join(problems)
+
+
+def test_offline_html_shows_no_scaffolding(offline):
+    deck, walk, _ = offline
+    problems = slides.scaffolding_problems(walk, deck)
     assert not problems, "\n".join(problems)

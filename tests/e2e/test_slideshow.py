@@ -1,16 +1,29 @@
 """The deck as the lecturer presents it: RISE in JupyterLab, in a real browser.
 
 Open the RISE slideshow (``/rise/<path>``), restart the kernel and run every cell, then walk
-every slide and fragment with Space to the end, taking a screenshot of each step into
-artifacts/slides/<deck>/.  On the way assert: no error output; every formula typeset by
-MathJax; every picture loaded; every widget rendered as a widget, never as its text form;
-moving the DecodeStepper's t slider and the ScaledDotExplorer's d_k slider changes the heatmap;
-speaker notes hidden.  The small fixture deck (tests/e2e/fixtures) proves the same machinery.
+every slide and fragment with Space to the end (slides.walk), taking a screenshot of each step
+into artifacts/slides/<deck>/.  One walk per deck serves three tests:
+
+* ``test_slideshow_runs``: no error output; every formula typeset by MathJax; every picture
+  loaded; every widget rendered as a widget, never as its text form; speaker notes hidden;
+  every slider of every widget, moved with the mouse, changes its picture;
+* ``test_slideshow_fits``: at 1280x720 nothing of any cell reaches past the bottom or the
+  right edge, on any slide or fragment step (all overflows in one message, also written to
+  artifacts/slides/<deck>/overflow.txt);
+* ``test_slideshow_shows_no_scaffolding``: no test marker (``# NBVAL_IGNORE_OUTPUT``...) shows.
+
+The walk also times each slider (release to new picture, LATENCY_MOVES moves) and writes the
+figures to artifacts/slider_latency.json; ``benchmarks/slider_latency.py`` prints them against
+the 100 ms target (timing never fails a test).  The small fixture deck (tests/e2e/fixtures)
+proves the same machinery, including slides built to fail the fit and scaffolding checks.
 """
 
 from __future__ import annotations
 
+import json
 import time
+from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 import slides
@@ -18,7 +31,19 @@ import slides
 RUN_ALL_TIMEOUT_S = 300  # the deck runs in about 30 s on 2 cores; generous for a busy machine
 
 
+def start_session(lab, deck: slides.Deck) -> None:
+    """Start the notebook's kernel session through the REST API before the page opens.
+
+    Left to itself, the first slideshow page of a fresh server often never asked for a kernel
+    (it then waited 60 s and reloaded); a page that opens a notebook with a session already
+    running joins it."""
+    kernel = deck.notebook().get("metadata", {}).get("kernelspec", {}).get("name", "python3")
+    body = {"path": deck.path, "type": "notebook", "name": Path(deck.path).name}
+    lab.api("POST", "sessions", {**body, "kernel": {"name": kernel}})
+
+
 def open_slideshow(page, lab, deck: slides.Deck) -> None:
+    start_session(lab, deck)
     page.goto(lab.page_url("rise", deck.path))
     for attempt in (1, 2):
         page.wait_for_selector(".reveal.ready", timeout=90_000)
@@ -33,7 +58,7 @@ def open_slideshow(page, lab, deck: slides.Deck) -> None:
             # Once in a few CI runs on a loaded 2-core machine the page never asked the server
             # for a kernel session.  Keep what the page showed, then reload it once: what is
             # tested (every cell runs in the slideshow) stays the same.
-            shot = slides.ARTIFACTS / deck.name / f"no-kernel-{attempt}.png"
+            shot = slides.SLIDES_ARTIFACTS / deck.name / f"no-kernel-{attempt}.png"
             page.screenshot(path=str(shot))
             dialogs = page.eval_on_selector_all(".jp-Dialog", "ds => ds.map(d => d.innerText)")
             problem = f"{err}; dialogs on the page: {dialogs}; screenshot {shot}"
@@ -127,26 +152,69 @@ def check_outputs(page, nb: dict) -> list[str]:
     return problems
 
 
-@pytest.mark.parametrize("deck", [slides.MINI, slides.LECTURE], ids=lambda d: d.name)
-def test_slideshow(lab, lab_page, deck):
-    page = lab_page
+def record_latency(deck: slides.Deck, walk: slides.Walk) -> None:
+    """Merge this deck's slider timings into artifacts/slider_latency.json."""
+    path = slides.LATENCY_JSON
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        data = {}
+    data[deck.name] = {
+        "measured_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "what": "ms from releasing the slider (mouse) to the new picture drawn, RISE slideshow",
+        "moves_per_slider": slides.LATENCY_MOVES,
+        "target_median_ms": slides.LATENCY_TARGET_MS,
+        "widgets": walk.latency_record(),
+    }
+    slides.save_report(path, json.dumps(data, indent=1) + "\n")
+
+
+@pytest.fixture(scope="module", params=[slides.MINI, slides.LECTURE], ids=lambda d: d.name)
+def slideshow(request, lab, new_page):
+    """Run the deck in the RISE slideshow and walk it once: (deck, walk, problems)."""
+    deck = request.param
     assert (slides.ROOT / deck.path).exists(), f"{deck.path} is missing"
     nb = deck.notebook()
     folder = slides.screenshot_dir(deck, "rise")
+    with new_page((lab.url + "/",)) as page:
+        try:
+            open_slideshow(page, lab, deck)
+            restart_and_run_all(page)
+            problems = check_outputs(page, nb)
+            walk = slides.walk(page, folder, len(nb["cells"]), live=True)
+        finally:
+            shut_down_kernel(lab, deck.path)
+        problems += walk.problems + slides.check_complete_walk(
+            walk.steps, slides.expected_slides(nb)
+        )
+        broken = page.evaluate(slides.BROKEN_IMAGES_JS)
+        if broken:
+            problems.append(f"pictures that did not load: {broken}")
+        if not page.evaluate(slides.MATH_COUNT_JS):
+            problems.append("MathJax typeset nothing")
+        if page.page_errors:
+            problems.append(f"errors in the page: {page.page_errors[:5]}")
+    slides.save_report(folder / "overflow.txt", walk.overflow_report())
+    record_latency(deck, walk)
+    print(f"\n{deck.name} (RISE) fit:\n{walk.overflow_report()}")
+    return deck, walk, problems
 
-    try:
-        open_slideshow(page, lab, deck)
-        restart_and_run_all(page)
-        problems = check_outputs(page, nb)
-        steps, walk_problems = slides.walk(page, folder, deck.live_sliders, len(nb["cells"]))
-        problems += walk_problems
-    finally:
-        shut_down_kernel(lab, deck.path)
 
-    problems += slides.check_complete_walk(steps, slides.expected_slides(nb))
-    broken = page.evaluate(slides.BROKEN_IMAGES_JS)
-    if broken:
-        problems.append(f"pictures that did not load: {broken}")
-    assert page.evaluate(slides.MATH_COUNT_JS) > 0, "MathJax typeset nothing"
-    assert not page.page_errors, f"errors in the page: {page.page_errors[:5]}"
+def test_slideshow_runs(slideshow):
+    deck, walk, problems = slideshow
+    problems = problems + slides.control_problems(walk, deck, live=True)
+    assert not problems, "\n".join(problems)
+
+
+def test_slideshow_fits(slideshow):
+    deck, walk, _ = slideshow
+    problems = slides.fit_problems(walk, deck)
+    assert not problems, (
+        f"{len(problems)} slides do not fit 1280x720 in the RISE slideshow:\n" + "\n".join(problems)
+    )
+
+
+def test_slideshow_shows_no_scaffolding(slideshow):
+    deck, walk, _ = slideshow
+    problems = slides.scaffolding_problems(walk, deck)
     assert not problems, "\n".join(problems)

@@ -20,6 +20,9 @@ import html
 from collections.abc import Callable, Iterator
 
 import ipywidgets as widgets
+import torch
+
+from attnlab import load
 
 __all__ = ["BaseWidget", "short", "load_model", "one_thread"]
 
@@ -34,9 +37,7 @@ def short(text: str, limit: int = MAX_MESSAGE) -> str:
 
 
 def load_model(name: str):
-    """``attnlab.load(name)``, imported late so the widgets work before any model exists."""
-    from attnlab import load  # late: torch and the checkpoints load on first use
-
+    """``attnlab.load(name)``: a shipped model (FileNotFoundError, CheckpointError)."""
     return load(name)
 
 
@@ -47,8 +48,6 @@ def one_thread() -> Iterator[None]:
     A widget decodes one short input (batch 1): a second thread brings nothing there, and
     on a busy two-core laptop waiting for it made decoding several times slower.
     """
-    import torch  # late: the widgets that never decode do not need torch
-
     before = torch.get_num_threads()
     torch.set_num_threads(1)
     try:

@@ -3,120 +3,117 @@ r"""DecodeStepper: watch a trained model translate a date, one output token at a
 At step t the decoder writes y_t with probability p(y_t | y_<t, x) while attending to the
 source with weights alpha_{t,1..n}; row t of the heatmap is that alpha.  The t slider (and
 Back, Step, Play, Reset) moves through the steps; the heatmap fills row by row, the current
-row boxed in red; for RNNSearch the context vector c_t = sum_i alpha_{t,i} h_i is drawn
-beneath it.  The Transformer has several layers and heads of cross-attention: choose one.
+row boxed in red.  For RNNSearch the context vector c_t = sum_i alpha_{t,i} h_i is written
+under it as the few h_i that carry the weight ("c_t = 0.81·h_3 ('M') + ...").  A model with
+several layers and heads of cross-attention (the Transformer) offers a choice of them.
 
-Every step's picture is rendered once per decoded text (about 10 ms each, see
-``benchmarks/widgets.py``) into an ``ipywidgets.Stack`` of images whose ``selected_index`` is
-linked to the slider in the browser (``jslink``).  So moving the slider costs the kernel
-nothing, and a notebook exported to HTML with its widget state still steps through the
-frames without any kernel.
+Every step's picture is rendered once per decoded text into an ``ipywidgets.Stack`` of
+images whose ``selected_index`` follows the slider in the browser (one ``jslink``): moving
+the slider costs the kernel nothing, and an exported HTML page still steps without a kernel.
+
+``score=`` swaps any function (query (B, m, d_q), keys (B, n, d_k)) -> scores (B, m, n) in
+for the RNNSearch model's trained score while it decodes (the model is restored after): an
+edit-me cell of the deck.  A broken function shows its error inside the widget.
 """
 
 from __future__ import annotations
 
 import html
-from collections.abc import Iterator
+from collections.abc import Callable
 
 import ipywidgets as widgets
 import numpy as np
+import torch
 
+from attnlab.decode import Decoding, decode
 from attnlab.plots import (
-    ContextBars,
     Heatmap,
     cache_background,
-    new_figure,
+    literal,
     png_bytes,
     restore_background,
+    slide_figure,
 )
 
 from ._base import BaseWidget, load_model, one_thread, short
 
-__all__ = ["DecodeStepper", "DecodeFrames", "MODELS", "DEFAULT_DATE"]
+__all__ = ["DecodeStepper", "DecodeFrames", "MODELS", "DEFAULT_DATE", "context_line"]
 
 #: The shipped models the chooser offers, with their labels.
 MODELS = {
-    "rnnsearch-dates": "RNNSearch",
+    "rnnsearch-dates": "RNNSearch (additive score)",
+    "rnnsearch-dates-dot": "RNNSearch, dot score",
+    "rnnsearch-dates-scaled": "RNNSearch, scaled dot score",
+    "rnnsearch-dates-general": "RNNSearch, general score",
+    "rnnsearch-dates-additive": "RNNSearch, additive score",
     "transformer-dates": "Transformer",
     "rnnenc-dates": "RNNEncDec (no attention)",
 }
 DEFAULT_DATE = "3 May 1979"
-MEAN_HEAD = "mean"
-SCORE_FORMULAS = {
-    "dot": "dot score s^T h_i",
-    "scaled_dot": "scaled dot score s^T h_i / sqrt(d)",
-    "general": "general score s^T W_a h_i",
-    "additive": "additive score v^T tanh(W s + U h_i)",
-}
+MEAN = -1  # the "head" that averages the heads
+WIDTH_PX, HEIGHT_PX = 600, 430  # the picture, shown at this size
+
+
+def context_line(alpha: np.ndarray, source_tokens: list[str], top: int = 3) -> str:
+    """c_t as the few h_i that carry the weight: "c_t = 0.81·h₃ ('M') + ... (97% of α)"."""
+    order = np.argsort(-alpha, kind="stable")[:top]
+    sub = str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉")
+    terms = [f"{alpha[i]:.2f}·h{str(i + 1).translate(sub)} ('{source_tokens[i]}')" for i in order]
+    rest = " + …" if len(alpha) > top else ""
+    share = float(alpha[order].sum())
+    return f"cₜ = {' + '.join(terms)}{rest}   ({100 * share:.0f}% of α)"
 
 
 class DecodeFrames:
-    """One persistent figure that renders the picture of each decoding step as PNG bytes.
+    """One persistent figure that renders the picture of every decoding step as PNG bytes.
 
-    ``set_grid(src_tokens, out_tokens, title)`` draws the static parts once (ticks, colorbar,
-    title); ``render(alphas, t, caption, context)`` then blits rows 0..t of ``alphas``
-    (T, n_src) with row t boxed, the caption, and c_t as bars (when ``context_size``);
-    ``render_all`` yields every step's frame, drawing one new row label per frame.
+    ``frames(alpha, source_tokens, output_tokens, title, captions, lines)`` draws the static
+    parts once (ticks, colorbar, title) and blits, for each step t, rows 0..t of ``alpha``
+    (T, n) with row t boxed, its caption above the heatmap and its line below (or none).
     """
 
-    def __init__(self, context_size: int | None = None, dpi: int = 80):
-        self.context_size = context_size
-        height = 5.4 if context_size else 4.2
-        self.fig = new_figure(7.0, height, dpi=dpi, layout="constrained")
-        if context_size:
-            ax_heat, ax_bars = self.fig.subplots(2, 1, height_ratios=[3, 1])
-            self.bars = ContextBars(ax_bars, context_size)
-        else:
-            ax_heat, self.bars = self.fig.add_subplot(), None
-        self.heatmap = Heatmap(ax_heat, "")
-        self.caption = ax_heat.annotate(  # just above the heatmap, below the title
-            "",
-            xy=(0, 1),
-            xycoords="axes fraction",
-            xytext=(0, 4),
-            textcoords="offset points",
-            va="bottom",
-            fontsize="medium",
-            animated=True,
-        )
-        self._background = None
+    def __init__(self):
+        self.fig, self.sizes = slide_figure(WIDTH_PX, HEIGHT_PX, layout=None)
+        # fixed margins in px (a layout engine per new date costs more than the frames):
+        # y labels on the left, title and caption on top, x labels and the c_t line below
+        W, H = WIDTH_PX, HEIGHT_PX
+        self.fig.subplots_adjust(left=62 / W, right=1 - 40 / W, top=1 - 62 / H, bottom=92 / H)
+        ax = self.fig.add_subplot()
+        self.heatmap = Heatmap(ax, "", sizes=self.sizes)
+        text = {"fontsize": self.sizes.caption, "animated": True}
+        self.caption = ax.annotate(  # just above the heatmap, below the title
+            "", xy=(0, 1), xycoords="axes fraction", xytext=(0, 4),
+            textcoords="offset points", va="bottom", **text,
+        )  # fmt: skip
+        self.line = self.fig.text(8 / WIDTH_PX, 6 / HEIGHT_PX, "", va="bottom", **text)
 
-    def set_grid(self, src_tokens: list[str], out_tokens: list[str], title: str) -> None:
-        self.heatmap.set_labels(src_tokens, out_tokens, reveal_rows=True)
-        self.heatmap.ax.set_title(title, fontsize="medium", pad=22)
-        self._background = cache_background(self.fig)
-
-    def render(
-        self, alphas: np.ndarray, t: int, caption: str, context: np.ndarray | None = None
-    ) -> bytes:
-        """PNG of step t: rows 0..t of alphas (T, n_src) shown, later rows blank."""
-        restore_background(self.fig, self._background)
-        self.heatmap.draw_row_labels(range(t + 1))
-        return self._blit_step(alphas, t, caption, context)
-
-    def render_all(
-        self, alphas: np.ndarray, captions: list[str], contexts: list
-    ) -> Iterator[bytes]:
-        """PNG of every step, in order: each frame adds one row label to the last one's."""
-        restore_background(self.fig, self._background)
-        with_labels = self.fig.canvas.copy_from_bbox(self.fig.bbox)  # labels of rows < t
-        for t, (caption, context) in enumerate(zip(captions, contexts, strict=True)):
+    def frames(
+        self,
+        alpha: np.ndarray,
+        source_tokens: list[str],
+        output_tokens: list[str],
+        title: str,
+        captions: list[str],
+        lines: list[str],
+    ) -> list[bytes]:
+        heat = self.heatmap
+        heat.set_labels(source_tokens, output_tokens, reveal_rows=True)
+        heat.ax.set_title(literal(title), fontsize=self.sizes.title, pad=self.sizes.caption + 10)
+        with_labels = cache_background(self.fig)  # the static parts, then row labels < t
+        pictures = []
+        for t, (caption, line) in enumerate(zip(captions, lines, strict=True)):
             restore_background(self.fig, with_labels)
-            self.heatmap.draw_row_labels([t])
+            heat.draw_row_labels([t])  # one new row label per frame
             with_labels = self.fig.canvas.copy_from_bbox(self.fig.bbox)
-            yield self._blit_step(alphas, t, caption, context)
-
-    def _blit_step(self, alphas, t: int, caption: str, context) -> bytes:
-        shown = np.full(alphas.shape, np.nan)
-        shown[: t + 1] = alphas[: t + 1]  # the heatmap fills row by row
-        self.heatmap.set_data(shown, row=t)
-        self.heatmap.blit(labels=False)
-        if self.bars is not None and context is not None:
-            self.bars.set_values(context)
-            self.bars.blit()
-        self.caption.set_text(caption)
-        self.heatmap.ax.draw_artist(self.caption)
-        return png_bytes(self.fig)
+            shown = np.full(alpha.shape, np.nan)
+            shown[: t + 1] = alpha[: t + 1]  # the heatmap fills row by row
+            heat.set_data(shown, row=t)
+            heat.blit(labels=False)
+            for artist, value in ((self.caption, caption), (self.line, line)):
+                artist.set_text(literal(value))
+                self.fig.draw_artist(artist)
+            pictures.append(png_bytes(self.fig, palette=True))
+        return pictures
 
 
 class PlayButton(widgets.Play):
@@ -127,86 +124,91 @@ class PlayButton(widgets.Play):
         self.playing = not self.playing
 
 
+class ScoreError(ValueError):
+    """A swapped-in score function that fails, returns the wrong shape or NaN."""
+
+
+def checked_score(fn: Callable) -> Callable:
+    """``fn`` wrapped so that each way it can break says so in one line (a ScoreError)."""
+    name = getattr(fn, "__name__", type(fn).__name__)
+
+    def score(query: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
+        try:
+            e = fn(query, keys)
+        except Exception as err:  # the student's code: any error, in one line
+            raise ScoreError(f"your score {name} raised {type(err).__name__}: {err}") from None
+        want = (*query.shape[:-1], keys.shape[-2])  # (B, m, n)
+        if not isinstance(e, torch.Tensor):
+            raise ScoreError(f"your score {name} returned {type(e).__name__}, not a tensor {want}")
+        if tuple(e.shape) != want:
+            raise ScoreError(
+                f"your score {name} returned shape {tuple(e.shape)}; expected (B, m, n) = {want} "
+                f"for query {tuple(query.shape)} and keys {tuple(keys.shape)}"
+            )
+        if not bool(torch.isfinite(e).all()):
+            raise ScoreError(f"your score {name} returned NaN or inf")
+        return e
+
+    return score
+
+
 class DecodeStepper(BaseWidget):
     r"""Step through greedy decoding of a date; the heatmap of alpha_{t,i} fills row by row.
 
-    ``DecodeStepper(model=None, text="3 May 1979")``: ``model`` is a shipped model's name
-    (default ``"rnnsearch-dates"``) or a loaded model.
+    ``DecodeStepper(model=None, text="3 May 1979", score=None)``: ``model`` is a shipped
+    model's name (default ``"rnnsearch-dates"``) or a loaded model; ``score`` a function
+    (query (B, m, d_q), keys (B, n, d_k)) -> (B, m, n) used in place of the model's score.
 
     Attributes for code and tests:
 
     * ``text`` (Text; a new date is decoded on Enter), ``model_chooser`` (Dropdown of
-      model names), ``layer`` and ``head`` (Dropdowns, Transformer only; head "mean"
-      averages the heads);
-    * ``slider`` (IntSlider t = 0..T-1, the 0-based step, equal to ``Step.t``),
-      ``back_button``, ``step_button``, ``reset_button`` (Buttons), ``play_button`` (a
-      ``widgets.Play`` linked to the slider in the browser; ``.click()`` starts/pauses it);
-    * ``model`` (the model in use), ``steps`` (list of ``attnlab.decode.Step``),
-      ``source_tokens``, ``translation``, ``current_step`` (the Step at t or None);
-    * ``alphas``: (T, n_src) the weights shown for every step (for the Transformer: the
-      chosen layer and head, or the mean over heads); ``heatmap_data``: rows 0..t of it, the
-      rows now filled, so ``heatmap_data[t]`` is ``steps[t].alpha`` (RNNSearch);
-    * ``links``: the two browser-side links, Play -> slider and slider -> frames;
-    * ``token_label`` (HTML, kept for code, not displayed: y_t, its probability, the output so
-      far; each frame's caption shows the same in the picture), ``frames`` (Stack of
-      ``frame_images``, one PNG per step), ``image`` (the Image now shown),
-      ``message`` (a short message for bad input, '' when all is well).
+      model names), ``head`` (Dropdown of (layer, head) for models with several; head -1 is
+      the mean of the heads), ``head_box`` (hidden for one layer and head);
+    * ``slider`` (IntSlider t = 0..T-1), ``back_button``, ``step_button``, ``reset_button``,
+      ``play_button`` (a ``widgets.Play``; ``.click()`` starts/pauses it), ``links`` (the two
+      browser-side links: Play -> slider, slider -> frames);
+    * ``model``, ``decoding`` (the :class:`attnlab.decode.Decoding` shown), ``translation``,
+      ``source_tokens``, ``alphas`` (T, n): the weights shown (chosen layer and head),
+      ``heatmap_data``: rows 0..t of it; ``context_lines``: the c_t line of every step;
+    * ``frames`` (Stack of one Image per step), ``image`` (the Image of step t), ``message``.
     """
 
-    def __init__(self, model=None, text: str = DEFAULT_DATE):
+    def __init__(self, model=None, text: str = DEFAULT_DATE, score: Callable | None = None):
         super().__init__()
+        if score is not None and not callable(score):
+            raise TypeError(f"score must be a function (query, keys) -> scores; got {score!r}")
+        self.score = score
         self._models: dict[str, object] = {}
-        options = [(label, name) for name, label in MODELS.items()]
-        if model is None:
-            name = "rnnsearch-dates"
-        elif isinstance(model, str):
-            name = model
-            if name not in MODELS:
-                options.append((name, name))
-        else:  # a model object: offer it under its card's name
-            card = getattr(model, "card", None) or {}
-            name = str(card.get("name") or f"{model.kind} (given)")
-            self._models[name] = model
-            if name not in MODELS:
-                options.append((name, name))
+        name = self._register(model)
         self.model = None
-        self.steps: list = []
-        self.source_tokens: list[str] = []
-        self.translation = ""
+        self.decoding: Decoding | None = None
         self.alphas = np.zeros((0, 0))
-        self._decoded_text = ""
-        self._frames_renderer: DecodeFrames | None = None
-        self._renderer_key: tuple = ()
-        self._setting = False  # True while the frames are swapped: ignore slider events
-        self._choosing = False  # True while the code itself sets a chooser: ignore its events
-
-        narrow = {"width": "180px"}
+        self.context_lines: list[str] = []
+        self._renderer = DecodeFrames()
+        options = [(label, key) for key, label in MODELS.items()]
+        options += [(key, key) for key in self._models if key not in MODELS]
+        if name not in dict((v, k) for k, v in options):
+            options.append((name, name))
         self.model_chooser = widgets.Dropdown(
-            options=options, value=name, description="model", layout={"width": "280px"}
+            options=options, value=name, description="model", layout={"width": "300px"}
         )
-        self.layer = widgets.Dropdown(options=[0], value=0, description="layer", layout=narrow)
-        self.head = widgets.Dropdown(options=[0], value=0, description="head", layout=narrow)
+        self.head = widgets.Dropdown(options=[("", (0, 0))], description="attention")
+        self.head_box = widgets.HBox([self.head], layout={"display": "none"})
         self.text = widgets.Text(value=text, description="date", continuous_update=False)
         self.back_button = widgets.Button(description="◀ Back", layout={"width": "80px"})
         self.step_button = widgets.Button(description="Step ▶", layout={"width": "80px"})
         self.reset_button = widgets.Button(description="Reset", layout={"width": "70px"})
         self.play_button = PlayButton(value=0, min=0, max=0, interval=600, description="Play")
-        self.slider = widgets.IntSlider(
-            value=0, min=0, max=0, description="t", layout={"width": "320px"}
-        )
-        self.links = [widgets.jslink((self.play_button, "value"), (self.slider, "value"))]
-        self.token_label = widgets.HTML()
-        self.info = widgets.HTML()
-        self.frame_images: list[widgets.Image] = []
+        self.slider = widgets.IntSlider(value=0, min=0, max=0, description="step t")
         self.frames = widgets.Stack([], selected_index=None)
+        self.info = widgets.HTML()
         # In the browser the slider picks the frame: no kernel needed (exported HTML too).
-        self.links.append(widgets.jslink((self.slider, "value"), (self.frames, "selected_index")))
-        self.transformer_box = widgets.HBox([self.layer, self.head])
-        self.transformer_box.layout.display = "none"
-        # token_label is not shown: it needs a kernel to follow the slider, while the
-        # caption drawn in each frame follows it everywhere (exported HTML too).
+        self.links = [
+            widgets.jslink((self.play_button, "value"), (self.slider, "value")),
+            widgets.jslink((self.slider, "value"), (self.frames, "selected_index")),
+        ]
         self.children = [
-            widgets.HBox([self.model_chooser, self.text, self.transformer_box]),
+            widgets.HBox([self.model_chooser, self.text, self.head_box]),
             widgets.HBox(
                 [
                     self.reset_button,
@@ -223,68 +225,50 @@ class DecodeStepper(BaseWidget):
         self.back_button.on_click(lambda _: self.move(-1))
         self.step_button.on_click(lambda _: self.move(+1))
         self.reset_button.on_click(lambda _: self.reset())
-        self.slider.observe(self._on_slider, names="value")
         self.text.observe(lambda _: self.guard(self.decode), names="value")
         self.model_chooser.observe(self._on_model, names="value")
-        self.layer.observe(self._on_head, names="value")
-        self.head.observe(self._on_head, names="value")
-        if self.guard(lambda: self._use_model(name)):
-            self.guard(self.decode)
-        if not self.frame_images:
+        self.head.observe(lambda _: self.guard(self._render), names="value")
+        self._name: str | None = None  # the model whose decoding is shown
+        if self.guard(lambda: self._use_model(name)) and self.guard(self.decode):
+            self._name = name
+        else:
             self._show_placeholder()
 
     # ------------------------------------------------------------------ models
+    def _register(self, model) -> str:
+        if model is None:
+            return "rnnsearch-dates"
+        if isinstance(model, str):
+            return model
+        card = getattr(model, "card", None) or {}
+        name = str(card.get("name") or f"{type(model).__name__} (given)")
+        self._models[name] = model
+        return name
+
     def _use_model(self, name: str) -> None:
         if name not in self._models:
             self._models[name] = load_model(name)  # FileNotFoundError/CheckpointError
-        self.model = self._models[name]
-        transformer = self.model.kind == "transformer"
-        self.transformer_box.layout.display = None if transformer else "none"
-        if transformer:
-            cfg = self.model.config
-            self._choosing = True  # the decode that follows renders the frames, once
-            try:
-                self.layer.options = list(range(cfg.num_layers))
-                self.layer.value = cfg.num_layers - 1  # the last layer: the one that predicts
-                self.head.options = [*range(cfg.num_heads), MEAN_HEAD]
-                self.head.value = 0
-            finally:
-                self._choosing = False
-        self.info.value = f"<small>{html.escape(self._model_description())}</small>"
+        model = self._models[name]
+        if self.score is not None and not hasattr(model, "score"):
+            raise ValueError(f"{name} has no score to replace; choose an RNNSearch model")
+        self.model = model
+        self.info.value = f"<small>{html.escape(self._model_description(name))}</small>"
 
-    def _model_description(self) -> str:
-        m = self.model
-        if m.kind == "rnnsearch":
-            score = getattr(getattr(m, "config", None), "score", "additive")
-            return f"RNNSearch (bi-GRU encoder, GRU decoder), {SCORE_FORMULAS.get(score, score)}"
-        if m.kind == "transformer":
-            return "Transformer: cross-attention of the chosen decoder layer and head"
-        if m.kind == "rnnencdec":
-            return (
-                "RNNEncDec: no attention; the decoder sees only the encoder's final state, "
-                "drawn as all weight on the last source position"
-            )
-        return m.kind
+    def _model_description(self, name: str) -> str:
+        label = MODELS.get(name, name)
+        if self.score is not None:
+            fn = getattr(self.score, "__name__", type(self.score).__name__)
+            return f"{label} with your score function {fn}() in place of its trained score"
+        return label
 
     def _on_model(self, change) -> None:
-        if self._choosing:
+        if self.guard(lambda: self._use_model(change["new"])) and self.guard(self.decode):
+            self._name = change["new"]
             return
-        if self.guard(lambda: self._use_model(change["new"])):
-            self.guard(self.decode)
-        else:  # could not load: show why, and go back to the model in use
-            message = self.message
-            self._choosing = True
-            try:
-                self.model_chooser.value = change["old"]
-            finally:
-                self._choosing = False
-            self.show_message(message)
-
-    def _on_head(self, change=None) -> None:
-        if self._choosing:
-            return
-        if self.model is not None and self.model.kind == "transformer" and self.steps:
-            self.guard(lambda: self._render_frames(keep_t=True))
+        message = self.message  # could not load or decode: go back to the model in use
+        if self._name is not None and self._name != change["new"]:
+            self.model_chooser.value = self._name
+        self.show_message(message)
 
     # ------------------------------------------------------------------ decoding
     def decode(self) -> None:
@@ -293,117 +277,105 @@ class DecodeStepper(BaseWidget):
         Bad text raises attnlab.data.InvalidInput (a ValueError) before anything changes,
         so the widget keeps showing the last good decoding (``guard`` shows the message).
         """
-        from attnlab.decode import steps as decode_steps  # late: imports torch
-
         if self.model is None:
             raise ValueError("No model is loaded.")
-        text = self.text.value
-        if not isinstance(text, str) or not text.strip():
-            raise ValueError(f"Type a date first, for example '{DEFAULT_DATE}'.")
-        source_tokens = self.model.source_tokens(text)  # InvalidInput on bad text
         with one_thread():
-            steps = list(decode_steps(self.model, text))
-        self.steps, self.source_tokens = steps, source_tokens
-        self.translation = "".join(s.token for s in steps)
-        self._decoded_text = text
-        self._render_frames(keep_t=False)
+            decoding = self._decode(self.text.value)
+        if not np.isfinite(decoding.alpha).all():
+            raise ValueError("The attention weights are NaN: check the score or softmax.")
+        self.decoding = decoding
+        L, H = decoding.alpha.shape[:2]
+        options = [("", (0, 0))]
+        if L * H > 1:  # several layers and heads: choose one (the last layer by default)
+            options = [(f"layer {i + 1}, head {j + 1}", (i, j)) for i in range(L) for j in range(H)]
+            options = options[(L - 1) * H :] + [(f"layer {L}, mean of heads", (L - 1, MEAN))]
+            options += [
+                (f"layer {i + 1}, head {j + 1}", (i, j)) for i in range(L - 1) for j in range(H)
+            ]
+        if [v for _, v in self.head.options] != [v for _, v in options]:
+            self.head.options = options  # selects the first: renders once (observer)
+        self.head_box.layout.display = None if L * H > 1 else "none"
+        self._render()
 
-    def _alpha_rows(self) -> np.ndarray:
-        """(T, n_src): the attention of each step that the heatmap shows."""
-        n = len(self.source_tokens)
-        if not self.steps:
-            return np.zeros((0, n))
-        rows = []
-        for s in self.steps:
-            a = np.asarray(s.alpha, dtype=float)
-            if a.ndim == 3:  # Transformer: (layers, heads, n_src)
-                a = a[int(self.layer.value)]  # (heads, n_src)
-                a = a.mean(axis=0) if self.head.value == MEAN_HEAD else a[int(self.head.value)]
-            rows.append(a)
-        return np.stack(rows)  # (T, n_src)
+    def _decode(self, text: str) -> Decoding:
+        if self.score is None:
+            return decode(self.model, text)
+        trained = self.model.score
+        self.model.score = checked_score(self.score)  # swapped in for this decoding only
+        try:
+            return decode(self.model, text)
+        finally:
+            self.model.score = trained
+
+    @property
+    def translation(self) -> str:
+        return "" if self.decoding is None else self.decoding.text
+
+    @property
+    def source_tokens(self) -> list[str]:
+        return [] if self.decoding is None else self.decoding.source_tokens
+
+    def _selected_alpha(self) -> np.ndarray:
+        """(T, n): the weights of the chosen layer and head (or their mean)."""
+        layer, head = self.head.value
+        a = self.decoding.alpha[layer]  # (h, T, n)
+        return a.mean(axis=0) if head == MEAN else a[head]
 
     def _title(self) -> str:
-        name = self.model_chooser.value
-        where = ""
-        if self.model.kind == "transformer":
-            head = "mean of heads" if self.head.value == MEAN_HEAD else f"head {self.head.value}"
-            where = f", layer {self.layer.value}, {head}"
-        return short(f"{name}{where} reads '{self._decoded_text}'", 70)
+        where = "" if self.head_box.layout.display == "none" else f", {self.head.label}"
+        return short(f"{self.model_chooser.value}{where} reads '{self.text.value}'", 60)
 
-    def _renderer(self) -> DecodeFrames:
-        ctx = self.steps[0].context if self.steps else None
-        size = None if ctx is None else int(np.asarray(ctx).size)
-        key = (size,)
-        if self._frames_renderer is None or key != self._renderer_key:
-            self._frames_renderer, self._renderer_key = DecodeFrames(context_size=size), key
-        return self._frames_renderer
-
-    def _render_frames(self, keep_t: bool) -> None:
-        self.alphas = self._alpha_rows()
-        T = len(self.steps)
-        if T == 0:
+    def _render(self) -> None:
+        d = self.decoding
+        if d is None:
+            return
+        if len(d) == 0:
             self._show_placeholder("The model wrote nothing for this input.")
             return
-        renderer = self._renderer()
-        renderer.set_grid(self.source_tokens, [s.token for s in self.steps], self._title())
-        captions = [self._caption(t) for t in range(T)]
-        pictures = list(renderer.render_all(self.alphas, captions, [s.context for s in self.steps]))
-        t = min(self.slider.value, T - 1) if keep_t else 0
-        self._set_frames(pictures, t)
+        self.alphas = self._selected_alpha()
+        T = len(d)
+        captions = [
+            f"t = {t}:  y_t = '{d.output_tokens[t]}'  (p = {d.probs[t]:.2f});  so far '{d.text[: t + 1]}'"
+            for t in range(T)
+        ]
+        self.context_lines = [
+            context_line(self.alphas[t], d.source_tokens) if d.context is not None else ""
+            for t in range(T)
+        ]
+        pictures = self._renderer.frames(
+            self.alphas,
+            d.source_tokens,
+            d.output_tokens,
+            self._title(),
+            captions,
+            self.context_lines,
+        )
+        self._set_frames(pictures)
 
-    def _caption(self, t: int) -> str:
-        s = self.steps[t]
-        so_far = "".join(x.token for x in self.steps[: t + 1])
-        return f"t = {t}:  y_t = '{s.token}'  (p = {s.prob:.2f})   output so far: '{so_far}'"
-
-    def _set_frames(self, pictures: list[bytes], t: int) -> None:
-        """Put the frames in the Stack (reusing Image widgets) and show frame t."""
-        while len(self.frame_images) < len(pictures):
-            self.frame_images.append(
-                widgets.Image(format="png", layout=widgets.Layout(width="560px"))
-            )
-        for image, picture in zip(self.frame_images, pictures, strict=False):
+    def _set_frames(self, pictures: list[bytes]) -> None:
+        """One Image per step in the Stack; the slider keeps its step where it can."""
+        images = list(self.frames.children)
+        while len(images) < len(pictures):
+            images.append(widgets.Image(format="png", layout={"width": f"{WIDTH_PX}px"}))
+        for image, picture in zip(images, pictures, strict=False):
             image.value = picture
-        self._setting = True
-        try:
-            self.frames.selected_index = None
-            self.frames.children = tuple(self.frame_images[: len(pictures)])
-            last = len(pictures) - 1
-            self.slider.max = self.play_button.max = last
-            self.slider.disabled = last == 0
-            self.slider.value = self.play_button.value = t
-            self.frames.selected_index = t
-        finally:
-            self._setting = False
-        self._show_step()
+        last = len(pictures) - 1
+        t = min(self.slider.value, last)
+        self.frames.children = tuple(images[: len(pictures)])
+        self.slider.max = self.play_button.max = last
+        self.slider.disabled = last == 0
+        self.slider.value = self.play_button.value = t
+        self.frames.selected_index = t  # the start; then the jslink follows the slider
 
     def _show_placeholder(self, why: str = "") -> None:
         """A frame that says what to do, when there is no decoding to show."""
-        fig = new_figure(7.0, 1.2, dpi=80)
-        fig.text(0.5, 0.5, why or f"Type a date, e.g. '{DEFAULT_DATE}'", ha="center")
-        self.steps, self.alphas = [], np.zeros((0, len(self.source_tokens)))
-        self._set_frames([png_bytes(fig, draw=True)], 0)
+        fig, sizes = slide_figure(WIDTH_PX, 80, layout=None)
+        fig.text(0.5, 0.5, literal(why or f"Type a date, e.g. '{DEFAULT_DATE}'"), ha="center",
+                 va="center", fontsize=sizes.caption)  # fmt: skip
+        self.alphas = np.zeros((0, 0))
+        self._set_frames([png_bytes(fig, draw=True)])
 
     # ------------------------------------------------------------------ stepping
-    def _on_slider(self, change) -> None:
-        if self._setting:
-            return
-        t = int(change["new"])
-        if self.frames.children and t < len(self.frames.children):
-            self.frames.selected_index = t  # the browser does this too (jslink)
-        self._show_step()
-
-    def _show_step(self) -> None:
-        step = self.current_step
-        if step is None:
-            self.token_label.value = ""
-            return
-        so_far = "".join(s.token for s in self.steps[: step.t + 1])
-        self.token_label.value = (
-            f"t = {step.t}: y<sub>t</sub> = <b>{html.escape(step.token)}</b> with "
-            f"p = {step.prob:.3f}; output so far: <code>{html.escape(so_far)}</code>"
-        )
-
     def move(self, delta: int) -> None:
         """Back (delta -1) or Step (+1), clamped to the decoded steps."""
         self.slider.value = int(np.clip(self.slider.value + delta, 0, self.slider.max))
@@ -418,20 +390,14 @@ class DecodeStepper(BaseWidget):
         return int(self.slider.value)
 
     @property
-    def current_step(self):
-        """The attnlab.decode.Step now shown, or None when nothing is decoded."""
-        return self.steps[self.t] if self.steps and self.t < len(self.steps) else None
-
-    @property
     def heatmap_data(self) -> np.ndarray:
-        """Rows 0..t of ``alphas``: the rows of the heatmap now filled, (t+1, n_src)."""
-        return self.alphas[: self.t + 1] if len(self.alphas) else self.alphas
+        """Rows 0..t of ``alphas``: the rows of the heatmap now filled, (t+1, n)."""
+        return self.alphas[: self.t + 1]
 
     @property
-    def image(self) -> widgets.Image | None:
-        """The Image widget now shown."""
-        i = self.frames.selected_index
-        return None if i is None else self.frames.children[i]
+    def image(self) -> widgets.Image:
+        """The Image of step t (what the browser shows through the jslink)."""
+        return self.frames.children[min(self.t, len(self.frames.children) - 1)]
 
     # ------------------------------------------------------------------ display
     def describe(self) -> str:
@@ -439,4 +405,4 @@ class DecodeStepper(BaseWidget):
 
     def png(self) -> bytes:
         """The last frame (the whole heatmap): the picture for viewers without a kernel."""
-        return bytes(self.frame_images[len(self.frames.children) - 1].value)
+        return bytes(self.frames.children[-1].value)

@@ -1,4 +1,4 @@
-r"""ScoreLab: the four score functions on the same s_{t-1} and h_1..h_n, side by side.
+r"""ScoreLab: four RNNSearch models, trained alike but for their score, read the same date.
 
 alpha_{t,i} = softmax_i score(s_{t-1}, h_i) for
 
@@ -7,161 +7,174 @@ alpha_{t,i} = softmax_i score(s_{t-1}, h_i) for
 * general:     score = s^T W_a h_i          (Luong)
 * additive:    score = v^T tanh(W s + U h_i)  (Bahdanau)
 
-The encoder states h_i are seeded random vectors, one per word; the decoder state s_{t-1} is
-built to resemble one of them, h_j: s = scale * (mix * h_j + (1 - mix) * noise).  Sliders move
-j, mix and scale.  The parameter-free scores (dot, scaled dot) find h_j by similarity as soon
-as mix is large; the general and additive scores have random, untrained weights here (from
-:mod:`attnlab.attention`, seeded), so what they prefer is arbitrary until training shapes
-W_a, W, U and v: that is the point of learning the score.
+Each panel is one trained model's alpha (output characters down, source characters across)
+on the same date, titled with its held-out exact match (from its checkpoint card).  Choose
+an example date (each is rendered when the widget is built, so the choice works in an
+exported page without a kernel) or type your own (decoded by the kernel).
 """
 
 from __future__ import annotations
 
 import html
-import math
 
 import ipywidgets as widgets
 import numpy as np
-import torch
 
-from attnlab.attention import AdditiveScore, GeneralScore
-from attnlab.plots import Heatmap, cache_background, new_figure, png_bytes, restore_background
+from attnlab.decode import decode
+from attnlab.plots import Heatmap, literal, png_bytes, slide_figure
 
-from ._base import BaseWidget
-from .scaled_dot import row_entropy, softmax_rows
+from ._base import BaseWidget, load_model, one_thread, short
 
-__all__ = ["ScoreLab", "SCORE_LABELS", "BAHDANAU_SENTENCE"]
+__all__ = ["ScoreLab", "SCORE_MODELS", "FORMULAS", "EXAMPLE_DATES"]
 
-BAHDANAU_SENTENCE = "the agreement on the european economic area was signed in august 1992"
-#: Row labels of the heatmap: the four scores with their formulas.
-SCORE_LABELS = {
-    "dot": r"dot $s^\top h_i$",
-    "scaled_dot": r"scaled $s^\top h_i/\sqrt{d}$",
-    "general": r"general $s^\top W_a h_i$",
-    "additive": r"additive $v^\top\tanh(Ws+Uh_i)$",
+#: The four score models, by the lecture's name of their score.
+SCORE_MODELS = {
+    "dot": "rnnsearch-dates-dot",
+    "scaled dot": "rnnsearch-dates-scaled",
+    "general": "rnnsearch-dates-general",
+    "additive": "rnnsearch-dates-additive",
 }
+FORMULAS = {
+    "dot": "sᵀh_i",
+    "scaled dot": "sᵀh_i / √d",
+    "general": "sᵀW_a h_i",
+    "additive": "vᵀtanh(Ws + Uh_i)",
+}
+EXAMPLE_DATES = ("3 May 1979", "14 July 1989", "1 January 2000", "12/05/2001", "21.08.1999")
+WIDTH_PX, HEIGHT_PX = 1200, 350
+
+
+def exact_match(model) -> float | None:
+    """The held-out exact match its checkpoint card records (None if it has none)."""
+    card = getattr(model, "card", None) or {}
+    value = card.get("heldout_accuracy")
+    return float(value) if isinstance(value, (int, float)) else None
 
 
 class ScoreLab(BaseWidget):
-    r"""The same s_{t-1} and h_1..h_n through the four scores; their alpha side by side.
+    r"""The four score models' alpha on the same date, side by side, with their exact match.
 
-    ``ScoreLab(sentence=BAHDANAU_SENTENCE, d=16, seed=0)``; every h_i has length sqrt(d).
+    ``ScoreLab(models=SCORE_MODELS, dates=EXAMPLE_DATES)``: ``models`` maps a score's name
+    to a shipped model's name or a loaded model.
 
     Attributes for code and tests:
 
-    * ``target`` (IntSlider, 0..n-1): the j whose h_j the query s_{t-1} resembles;
-      ``mix`` (FloatSlider 0..1): how much s looks like h_j; ``scale`` (FloatSlider): |s|;
-    * ``tokens``; ``h`` (n, d) encoder states; ``s`` (d,) the decoder state s_{t-1};
-    * ``scores``: name -> (n,) raw scores; ``alphas``: name -> (n,) weights;
-      ``heatmap_data``: (4, n), one row per score in the order of ``SCORE_LABELS``;
-    * ``modules``: name -> the attnlab.attention module for "general" and "additive"
-      (their weights are what the numpy formulas here use);
-    * ``readout`` (HTML), ``image`` (Image), ``message`` ('' when all is well).
+    * ``date`` (Dropdown of the example dates, then the typed ones), ``text`` (Text: type a
+      date, decoded on Enter and added to ``date``);
+    * ``models`` (name -> model), ``decodings``: name -> the Decoding of the date shown;
+      ``alphas``: name -> (T, n), ``translations``: name -> the output;
+    * ``readout`` (HTML table: score, formula, held-out exact match), ``frames`` (Stack, one
+      Image per date, linked to ``date`` in the browser), ``image``, ``message``.
     """
 
-    def __init__(self, sentence: str = BAHDANAU_SENTENCE, d: int = 16, seed: int = 0):
+    def __init__(self, models: dict | None = None, dates=EXAMPLE_DATES):
         super().__init__()
-        self.tokens = sentence.split() or ["(empty)"]
-        n = len(self.tokens)
-        gen = np.random.default_rng(seed)
-        h = gen.standard_normal((n, d))
-        self.h = h / np.linalg.norm(h, axis=1, keepdims=True) * math.sqrt(d)  # |h_i| = sqrt(d)
-        noise = gen.standard_normal(d)  # the part of s_{t-1} unlike any h_i: (d,)
-        self._noise = noise / np.linalg.norm(noise) * math.sqrt(d)
-        torch.manual_seed(seed)
-        self.modules = {"general": GeneralScore(d, d), "additive": AdditiveScore(d, d, d)}
-        self.target = widgets.IntSlider(
-            value=min(4, n - 1), min=0, max=n - 1, description="s like h_j, j"
-        )
-        self.mix = widgets.FloatSlider(value=0.7, min=0.0, max=1.0, step=0.05, description="mix")
-        self.scale = widgets.FloatSlider(
-            value=1.0, min=0.25, max=4.0, step=0.25, description="|s| scale"
-        )
-        self.readout = widgets.HTML()
-        self.image = widgets.Image(format="png", layout=widgets.Layout(width="800px"))
+        refs = dict(SCORE_MODELS if models is None else models)
+        self.models = {name: load_model(m) if isinstance(m, str) else m for name, m in refs.items()}
+        self.fig, self.sizes = slide_figure(WIDTH_PX, HEIGHT_PX, layout=None)
+        self._draw_axes()
+        self._pictures: dict[str, bytes] = {}
+        self._decoded: dict[str, dict] = {}
+        self.date = widgets.Dropdown(options=list(dates), description="date")
+        self.text = widgets.Text(description="your date", continuous_update=False,
+                                 placeholder="e.g. 24 Dec 1999, then Enter")  # fmt: skip
+        self.frames = widgets.Stack([], selected_index=None)
+        self.readout = widgets.HTML(self._readout_html())
+        self.links = [widgets.jslink((self.date, "index"), (self.frames, "selected_index"))]
+        for text in dates:
+            self.guard(lambda text=text: self._add(text))
+        self.frames.selected_index = 0 if self.frames.children else None
         self.children = [
-            widgets.HBox([self.target, self.mix, self.scale]),
+            widgets.HBox([self.date, self.text]),
             self.message_box,
-            self.image,
+            self.frames,
             self.readout,
         ]
-        self._build_figure()
-        for control in (self.target, self.mix, self.scale):
-            control.observe(self._on_change, names="value")
-        self.update()
+        self.date.observe(lambda _: self.guard(self._show), names="value")
+        self.text.observe(lambda _: self.guard(self._typed), names="value")
+        self._show()
 
-    def _build_figure(self) -> None:
-        self.fig = new_figure(10.0, 3.2, dpi=80, layout="constrained")
-        ax = self.fig.add_subplot()
-        self.heatmap = Heatmap(
-            ax,
-            r"$\alpha_{t,i}$ = softmax$_i$ score($s_{t-1}$, $h_i$)",
-            xlabel="source words (encoder states h_i)",
-            ylabel="",
-        )
-        self.heatmap.set_labels(self.tokens, list(SCORE_LABELS.values()), mathtext=True)
-        self._background = cache_background(self.fig)
+    def _draw_axes(self) -> None:
+        W, H = WIDTH_PX, HEIGHT_PX
+        self.fig.subplots_adjust(left=50 / W, right=1 - 70 / W, top=1 - 58 / H, bottom=92 / H,
+                                 wspace=0.12)  # fmt: skip
+        axes = self.fig.subplots(1, len(self.models), squeeze=False)[0]
+        self.panels = {}
+        for k, (ax, name) in enumerate(zip(axes, self.models, strict=True)):
+            heat = Heatmap(ax, colorbar=k == len(axes) - 1, xlabel="source", sizes=self.sizes,
+                           ylabel="output" if k == 0 else "")  # fmt: skip
+            heat.image.set_animated(False)  # a still picture per date
+            self.panels[name] = heat
+            match = exact_match(self.models[name])
+            score = f"exact match {100 * match:.1f}%" if match is not None else "no card"
+            ax.set_title(f"{literal(name)}: {FORMULAS.get(name, '')}\n{score}",
+                         fontsize=self.sizes.label)  # fmt: skip
 
-    def _all_scores(self, s: np.ndarray) -> dict[str, np.ndarray]:
-        """score(s, h_i) for the four scores, in numpy: (d,) -> name -> (n,)."""
-        h, d = self.h, self.h.shape[1]
-        general, additive = self.modules["general"], self.modules["additive"]
-        W_a = general.W_a.detach().numpy().astype(float)  # (d, d)
-        W = additive.W.weight.detach().numpy().astype(float)  # (d_attn, d)
-        U = additive.U.weight.detach().numpy().astype(float)  # (d_attn, d)
-        b = additive.U.bias.detach().numpy().astype(float)  # (d_attn,)
-        v = additive.v.weight.detach().numpy().astype(float)[0]  # (d_attn,)
-        return {
-            "dot": h @ s,  # s^T h_i
-            "scaled_dot": h @ s / math.sqrt(d),  # s^T h_i / sqrt(d)
-            "general": h @ (W_a.T @ s),  # s^T W_a h_i
-            "additive": np.tanh(W @ s + h @ U.T + b) @ v,  # v^T tanh(W s + U h_i)
-        }
+    def _decode_all(self, text: str) -> dict:
+        with one_thread():
+            return {name: decode(model, text) for name, model in self.models.items()}
 
-    def update(self) -> None:
-        """Rebuild s_{t-1} from the sliders, score it against every h_i, redraw."""
-        j = int(self.target.value)
-        mix, scale = float(self.mix.value), float(self.scale.value)
-        self.s = scale * (mix * self.h[j] + (1 - mix) * self._noise)  # s_{t-1}: (d,)
-        self.scores = self._all_scores(self.s)
-        self.alphas = {name: softmax_rows(e) for name, e in self.scores.items()}
-        restore_background(self.fig, self._background)
-        self.heatmap.set_data(self.heatmap_data, row=None)
-        self.heatmap.blit()
-        self.image.value = png_bytes(self.fig)
-        self.readout.value = self._readout_html(j)
+    def _render(self, decodings: dict) -> bytes:
+        for k, (name, d) in enumerate(decodings.items()):
+            heat = self.panels[name]
+            heat.set_labels(d.source_tokens, d.output_tokens)
+            heat.set_data(d.alpha[0].mean(axis=0))  # (T, n): RNN models have L = h = 1
+            heat.ax.tick_params(labelleft=True)
+            if k:  # each model writes its own output down its panel's left side
+                heat.ax.set_ylabel("")
+        return png_bytes(self.fig, draw=True, palette=True)
+
+    def _add(self, text: str) -> None:
+        """Decode ``text`` with every model and add its picture as a frame (InvalidInput)."""
+        decodings = self._decode_all(text)
+        self._decoded[text] = decodings
+        picture = self._render(decodings)
+        image = widgets.Image(value=picture, format="png", layout={"width": f"{WIDTH_PX}px"})
+        self.frames.children = (*self.frames.children, image)
+
+    def _typed(self) -> None:
+        text = " ".join(str(self.text.value).split())
+        if not text:
+            return
+        if text not in self._decoded:
+            self._add(text)  # bad text: InvalidInput, nothing added
+            self.date.options = [*self.date.options, text]
+        self.date.value = text
+        self.frames.selected_index = self.date.index  # the new frame (the link follows on)
+
+    def _show(self) -> None:
+        if not self._decoded:
+            raise ValueError("None of the dates could be decoded.")
+        self.decodings = self._decoded.get(self.date.value) or next(iter(self._decoded.values()))
 
     @property
-    def heatmap_data(self) -> np.ndarray:
-        """(4, n): alpha of each score, rows in the order of SCORE_LABELS."""
-        return np.stack([self.alphas[name] for name in SCORE_LABELS])
+    def alphas(self) -> dict[str, np.ndarray]:
+        return {name: d.alpha[0, 0] for name, d in self.decodings.items()}
 
-    def _readout_html(self, j: int) -> str:
+    @property
+    def translations(self) -> dict[str, str]:
+        return {name: d.text for name, d in self.decodings.items()}
+
+    @property
+    def image(self) -> widgets.Image:
+        return self.frames.children[self.date.index]
+
+    def _readout_html(self) -> str:
         rows = []
-        for name, alpha in self.alphas.items():
-            best = int(alpha.argmax())
-            mark = " ✓" if best == j else ""
+        for name, model in self.models.items():
+            match = exact_match(model)
+            shown = f"{100 * match:.1f}%" if match is not None else "n/a"
             rows.append(
-                f"<tr><td>{name}</td><td>{html.escape(self.tokens[best])}{mark}</td>"
-                f"<td>{alpha.max():.2f}</td><td>{float(row_entropy(alpha)):.2f}</td></tr>"
+                f"<tr><td>{html.escape(name)}</td><td>{html.escape(FORMULAS.get(name, ''))}</td>"
+                f"<td>{shown}</td></tr>"
             )
         return (
-            f"<p>s<sub>t-1</sub> resembles h<sub>{j}</sub> "
-            f"(&lsquo;{html.escape(self.tokens[j])}&rsquo;)</p><table><tr><th>score</th>"
-            "<th>attends most to</th><th>largest α</th><th>entropy</th></tr>"
-            f"{''.join(rows)}</table>"
-            "<p><small>general and additive use random, untrained weights W_a, W, U, v: "
-            "what they prefer means nothing until training shapes them.</small></p>"
+            '<table class="attnlab-table"><tr><th>score</th><th>score(s, h_i)</th>'
+            f"<th>held-out exact match</th></tr>{''.join(rows)}</table>"
         )
-
-    def _on_change(self, change=None) -> None:
-        self.guard(self.update)
 
     def describe(self) -> str:
-        return (
-            f"ScoreLab: s like h_{self.target.value} ({self.tokens[self.target.value]!r}), "
-            f"mix={self.mix.value:.2f}, scale={self.scale.value:.2f}"
-        )
+        return f"ScoreLab: {', '.join(self.models)} on {short(str(self.date.value), 40)!r}"
 
     def png(self) -> bytes:
         return bytes(self.image.value)

@@ -1,0 +1,241 @@
+"""A corpus of bad inputs through every public entry point, as a careless or hostile user types.
+
+Each input either works or gives a one-line error of the package's own kind (InvalidInput,
+ValueError, CheckpointError, FileNotFoundError raised from attnlab's own code, or argparse's
+exit 2 with one error line), never a traceback from inside torch or matplotlib.  Widgets
+never raise: they show the error in ``.message``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+import traceback
+from pathlib import Path
+
+import pytest
+
+import attnlab
+from attnlab import checkpoints, cli
+from attnlab.checkpoints import CHECKPOINT_DIR, CheckpointError
+from attnlab.data import InvalidInput
+from attnlab.decode import steps
+
+TEXTS = {
+    "works": "3 May 1979",
+    "empty": "",
+    "blank": "   ",
+    "huge": "3 May 1979 " * 2000,
+    "unicode digits": "٣ مايو ١٩٧٩",
+    "emoji": "3 May 1979 🎉",
+    "control characters": "3\x00 May\x07 1979\x1b[31m",
+    "right-to-left mark": "\u202e3 May 1979",
+    "newline": "3 May 1979\n",
+    "mathtext": "$x$",
+    "backslash": "\\",
+    "html": "<b>3 May</b> 1979",
+    "script": "<script>alert(1)</script>",
+    "format": "%s%n{0}",
+    "nan text": "nan",
+    "minus": "-1",
+    "big number text": str(10**30),
+    "nested brackets": "[" * 1000,
+}
+NON_TEXTS = {
+    "None": None,
+    "int": 5,
+    "negative": -1,
+    "huge int": 10**30,
+    "nan": math.nan,
+    "bytes": b"3 May 1979",
+    "list": ["3 May 1979"],
+    "dict": {"text": "3 May 1979"},
+}
+CORPUS = {**TEXTS, **NON_TEXTS}
+OURS = (InvalidInput, CheckpointError, FileNotFoundError, ValueError)
+
+
+def raised_in_attnlab(err: BaseException) -> bool:
+    """The frame that raised ``err`` is attnlab's own code (not torch's, not matplotlib's)."""
+    last = traceback.extract_tb(err.__traceback__)[-1]
+    return "/attnlab/" in last.filename.replace("\\", "/")
+
+
+def works_or_says_why(action, *args, **kwargs):
+    """Run the entry point: return its value, or check the error it raises is ours."""
+    try:
+        return action(*args, **kwargs)
+    except OURS as err:
+        message = str(err)
+        assert message and "\n" not in message and len(message) <= 600, repr(message)
+        assert raised_in_attnlab(err), traceback.format_exception(err)[-3:]
+        return err
+
+
+@pytest.fixture(scope="module")
+def models():
+    return {
+        name: attnlab.load(name)
+        for name in ("rnnsearch-dates", "transformer-dates", "rnnenc-dates")
+    }
+
+
+@pytest.mark.parametrize("text", CORPUS.values(), ids=CORPUS.keys())
+def test_translate_and_steps(models, text):
+    for model in models.values():
+        out = works_or_says_why(model.translate, text)
+        got = works_or_says_why(lambda: "".join(s.token for s in steps(model, text)))  # noqa: B023
+        assert type(out) is type(got)
+        if isinstance(out, str):
+            assert out == got and len(out) <= model.max_tgt_len
+            assert not any(special in out for special in ("<sos>", "<pad>", "<unk>", "<eos>"))
+        else:
+            assert str(out) == str(got)
+    assert isinstance(models["rnnsearch-dates"].translate("3 May 1979"), str)
+
+
+@pytest.mark.parametrize("beam", [0, -1, 10**6, 2.5, "3", True, math.nan, None, 3])
+def test_beam_widths(models, beam):
+    result = works_or_says_why(models["rnnsearch-dates"].translate, "3 May 1979", beam=beam)
+    assert isinstance(result, (str, ValueError))
+
+
+# --------------------------------------------------------------------------- loading
+NAMES = {
+    "empty": "",
+    "unknown": "rnnsearch-klingon",
+    "traversal": "../../etc/passwd",
+    "absolute": "/etc/passwd",
+    "nul": "rnnsearch-dates\x00",
+    "huge": "x" * 10_000,
+    "mathtext": "$x$",
+    "missing path": Path("/nonexistent/model.json"),
+    "None": None,
+    "int": 5,
+    "list": ["rnnsearch-dates"],
+}
+
+
+@pytest.mark.parametrize("name", NAMES.values(), ids=NAMES.keys())
+def test_load_names(name):
+    assert isinstance(works_or_says_why(attnlab.load, name), BaseException)
+
+
+def crafted_cards() -> dict:
+    card = json.loads((CHECKPOINT_DIR / "rnnenc-dates.json").read_text())
+
+    def signed(**change):
+        body = {**card, **change}
+        return {**body, "checksum": checkpoints.checksum(body)}
+
+    swapped = list(card["tgt_vocab"])
+    swapped[0], swapped[1] = swapped[1], swapped[0]
+    return {
+        "empty file": "",
+        "null": "null",
+        "list": "[]",
+        "string": '"rnnenc"',
+        "nested": "[" * 100_000,
+        "huge": json.dumps({"pad": "x" * 1_500_000}),
+        "not utf-8": b"\xff\xfe\x00",
+        "swapped vocabulary": {**card, "tgt_vocab": swapped},
+        "deleted checksum": {k: v for k, v in card.items() if k != "checksum"},
+        "negative size": signed(config={**card["config"], "emb": -1}),
+        "huge size": signed(config={**card["config"], "dec_hidden": 10**30}),
+        "nan size": signed(config={**card["config"], "emb": "NaN"}),
+        "million layers": signed(config={**card["config"], "num_layers": 10**6}),
+        "kind transformer, rnn config": signed(kind="transformer"),
+        "weights elsewhere": signed(weights_file="/etc/passwd"),
+    }
+
+
+@pytest.mark.parametrize("damage", crafted_cards().items(), ids=crafted_cards().keys())
+def test_load_damaged_or_crafted_cards(tmp_path, damage):
+    _, content = damage
+    shutil.copy(checkpoints.weights_path("rnnenc-dates"), tmp_path)
+    path = tmp_path / "rnnenc-dates.json"
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    else:
+        path.write_text(content if isinstance(content, str) else json.dumps(content))
+    err = works_or_says_why(attnlab.load, "rnnenc-dates", tmp_path)
+    assert isinstance(err, CheckpointError) and "rnnenc-dates" in str(err)
+
+
+@pytest.mark.parametrize("weights", [b"", b"\x00" * 8, b"\xff" * 100, b"{}" * 10])
+def test_load_damaged_weights(tmp_path, weights):
+    shutil.copy(CHECKPOINT_DIR / "rnnenc-dates.json", tmp_path)
+    (tmp_path / checkpoints.weights_path("rnnenc-dates").name).write_bytes(weights)
+    err = works_or_says_why(attnlab.load, "rnnenc-dates", tmp_path)
+    assert isinstance(err, CheckpointError)
+
+
+# --------------------------------------------------------------------------- the training CLI
+ARGS = {
+    "negative steps": ["--max-steps", "-5"],
+    "nan target": ["--target", "nan"],
+    "target 2": ["--target", "2"],
+    "huge seed": ["--seed", str(10**30)],
+    "unicode steps": ["--max-steps", "３.５"],
+    "empty": ["--max-steps", ""],
+    "control characters": ["--out", "\x00"],
+    "mathtext model": ["--model", "$x$"],
+    "html task": ["--task", "<b>"],
+    "a million layers of nonsense": ["--n-train", str(10**6 + 1)],
+}
+
+
+@pytest.mark.parametrize("args", ARGS.values(), ids=ARGS.keys())
+def test_training_cli(args, capsys, monkeypatch, tmp_path):
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path))
+    monkeypatch.setattr(cli, "fit", lambda *a, **k: pytest.fail("trained on bad arguments"))
+    argv = args if "--model" in args else ["--model", "rnnsearch", *args]
+    with pytest.raises(SystemExit) as exit:
+        cli.main(argv)
+    assert exit.value.code == 2
+    errors = [line for line in capsys.readouterr().err.splitlines() if "error:" in line]
+    assert len(errors) == 1
+
+
+# --------------------------------------------------------------------------- widgets
+@pytest.fixture(scope="module")
+def widgets(models):
+    from attnlab.widgets import DecodeStepper, ScaledDotExplorer, ScoreLab
+
+    return {
+        "DecodeStepper": DecodeStepper(models["rnnsearch-dates"]),
+        "ScaledDotExplorer": ScaledDotExplorer(model=models["transformer-dates"]),
+        "ScoreLab": ScoreLab(models={"additive": models["rnnsearch-dates"]}, dates=["3 May 1979"]),
+    }
+
+
+@pytest.mark.parametrize("text", TEXTS.values(), ids=TEXTS.keys())
+def test_widget_text_boxes_show_errors_and_never_raise(widgets, text):
+    for name, widget in widgets.items():
+        if name == "ScaledDotExplorer":
+            widget.mode.value = widget.mode.options[1]  # the trained mode reads the text box
+        widget.text.value = text  # raises nothing
+        assert "\n" not in widget.message
+        if text == "3 May 1979":
+            assert widget.message == "", (name, widget.message)
+        assert "<b>" not in widget.message_box.value and "<script>" not in widget.message_box.value
+
+
+@pytest.mark.parametrize("text", CORPUS.values(), ids=CORPUS.keys())
+def test_decode_stepper_constructor(models, text):
+    from attnlab.widgets import DecodeStepper
+
+    widget = DecodeStepper(models["rnnsearch-dates"], text=text)
+    assert "\n" not in widget.message
+    if text == "3 May 1979":
+        assert widget.message == "" and widget.translation == "1979-05-03"
+
+
+@pytest.mark.parametrize("model", ["", "nonexistent", "$x$", "../../etc/passwd", 5, None])
+def test_widgets_given_a_bad_model_show_a_message(model):
+    from attnlab.widgets import DecodeStepper
+
+    widget = DecodeStepper(model)
+    if model is not None:
+        assert widget.message and "\n" not in widget.message
