@@ -111,6 +111,8 @@ NAMES = {
     "huge": "x" * 10_000,
     "mathtext": "$x$",
     "missing path": Path("/nonexistent/model.json"),
+    "nul path": "folder/a\x00.json",
+    "folder path": "src/",
     "None": None,
     "int": 5,
     "list": ["rnnsearch-dates"],
@@ -239,3 +241,27 @@ def test_widgets_given_a_bad_model_show_a_message(model):
     widget = DecodeStepper(model)
     if model is not None:
         assert widget.message and "\n" not in widget.message
+
+
+@pytest.mark.parametrize("sentence", TEXTS.values(), ids=TEXTS.keys())
+def test_scaled_dot_explorer_constructor(models, sentence):
+    from attnlab.widgets import ScaledDotExplorer
+
+    widget = ScaledDotExplorer(sentence=sentence, model=models["transformer-dates"])
+    assert "\n" not in widget.message
+
+
+@pytest.mark.parametrize("value", [0, -1, 10**30, math.nan, 2.5])
+def test_path_length_explorer_constructor(value):
+    from attnlab.widgets import PathLengthExplorer
+
+    widget = works_or_says_why(PathLengthExplorer, n=value, k=value)
+    assert isinstance(widget, ValueError) or "\n" not in widget.message
+
+
+def test_score_lab_given_bad_dates_shows_a_message(models):
+    from attnlab.widgets import ScoreLab
+
+    bad = [TEXTS[k] for k in ("empty", "emoji", "mathtext", "html", "huge")]
+    widget = ScoreLab(models={"additive": models["rnnsearch-dates"]}, dates=[*bad, "3 May 1979"])
+    assert widget.message and "\n" not in widget.message

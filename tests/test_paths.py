@@ -142,3 +142,15 @@ def test_bad_arguments_raise_value_error(kind, n, k):
         paths.longest_path(kind, n, k)
     with pytest.raises(ValueError):
         paths.dependency_graph(kind, n, k)
+
+
+@pytest.mark.parametrize("n", [2, 5, 8, 9, 27, 30, 81, 200])
+@pytest.mark.parametrize("k", [2, 3, 5])
+def test_table_1_orders_are_the_whole_numbers_they_mean(n, k):
+    assert paths.complexity("rnn", n, k) == ("O(n)", n, "n")
+    assert paths.complexity("cnn", n, k) == ("O(n/k)", math.ceil(n / k), "⌈n/k⌉")
+    order, value, how = paths.complexity("dilated_cnn", n, k)
+    assert (order, how) == ("O(log_k n)", "⌈log_k n⌉") and isinstance(value, int)
+    assert k**value >= n > k ** (value - 1)  # ceil(log_k n), exact (27 = 3^3 gives 3)
+    assert value == paths.longest_path("dilated_cnn", n, k)
+    assert paths.complexity("self_attention", n, k) == ("O(1)", 1, "1")

@@ -235,3 +235,26 @@ def test_mask_picture_and_training_plot_read_from_the_back():
     assert Image.open(io.BytesIO(tp.png())).format == "PNG"
     assert plots.smallest_text(tp.fig, 800)[0] >= plots.MIN_TEXT_PX
     np.testing.assert_allclose(tp.acc_line.get_ydata(), [0.3, 0.9])
+
+
+def test_live_plot_updates_one_picture_in_place(monkeypatch):
+    shown = []
+
+    class Handle:  # what display(..., display_id=True) returns in a notebook
+        def update(self, image):
+            shown.append(image.data)
+
+    def display(image, display_id=False):
+        shown.append(image.data)
+        return Handle()
+
+    monkeypatch.setattr("IPython.display.display", display)
+    live = plots.LivePlot("rnnsearch on dates")
+    for step in range(1, 21):
+        live.add_loss(step, 2.0 / step)
+    live.update({"step": [10, 20], "accuracy": [0.5, 0.97], "seconds": [0.5, 1.0]}, 0.99)
+    np.testing.assert_allclose(live.plot.loss_line.get_ydata(), [2.0 / s for s in range(1, 21)])
+    np.testing.assert_allclose(live.plot.acc_line.get_ydata(), [0.5, 0.97])
+    assert "exact match 0.970" in live.plot.fig.get_suptitle()
+    assert live.plot.target_line is not None
+    assert len(shown) == 4 and all(Image.open(io.BytesIO(p)).format == "PNG" for p in shown)

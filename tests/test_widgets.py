@@ -76,11 +76,11 @@ def shown_literally(text: str, raw: str) -> bool:
     return Text(0, 0, "")._preprocess_math(text) == (raw, False)
 
 
-def leaf(widget) -> bytes:
-    """The picture (or HTML) of the first frame inside a frame or a Stack of frames."""
-    while isinstance(widget, widgets.Stack):
-        widget = widget.children[0]
-    return widget.value.encode() if isinstance(widget.value, str) else bytes(widget.value)
+def frames_of(widget) -> tuple:
+    """Every picture (or HTML) inside a frame or a Stack of frames."""
+    if isinstance(widget, widgets.Stack):
+        return tuple(f for child in widget.children for f in frames_of(child))
+    return (widget.value if isinstance(widget.value, str) else bytes(widget.value),)
 
 
 def check_links_change_the_picture(links) -> None:
@@ -91,7 +91,7 @@ def check_links_change_the_picture(links) -> None:
         assert target == "selected_index" and isinstance(stack, widgets.Stack)
         values = len(control.options) if trait == "index" else control.max - control.min + 1
         assert len(stack.children) == values, (control.description, trait)
-        frames = [leaf(child) for child in stack.children]
+        frames = [frames_of(child) for child in stack.children]
         assert len(set(frames)) == len(frames), f"{control.description}: frames repeat"
 
 
@@ -566,7 +566,7 @@ def test_path_explorer_every_slider_works_without_a_kernel(path_explorer):
     for link in w.links:
         (control, _), (stack, _) = link.source, link.target
         assert control in (w.n_slider, w.k_slider)
-        frames = [leaf(child) for child in stack.children]
+        frames = [frames_of(child) for child in stack.children]
         assert len(frames) == len(control.options) and len(set(frames)) == len(frames)
     w.n_slider.value, w.k_slider.value = 16, 2
     rnn, cnn = w.images["rnn"], w.images["cnn"]

@@ -289,6 +289,8 @@ def _card_path(name: str | Path, directory: Path | str | None) -> Path:
     """The card's path for a name (shipped or in ``directory``) or a path to either file."""
     if not isinstance(name, (str, Path)):
         raise ValueError(f"a checkpoint is a name or a path; got {type(name).__name__}")
+    if "\x00" in str(name):
+        raise ValueError(f"a checkpoint name or path has no NUL character; got {str(name)[:40]!r}")
     p = Path(name)
     if isinstance(name, Path) or p.suffix in (".json", ".safetensors") or len(p.parts) > 1:
         return p.parent / f"{p.name.split('.')[0]}.json"

@@ -42,7 +42,15 @@ from attnlab.recipes import (
 from attnlab.registry import MODEL_KINDS
 from attnlab.train import fit
 
-__all__ = ["OutputError", "check_writable", "default_out_dir", "int_in", "main", "train_and_save"]
+__all__ = [
+    "OutputError",
+    "check_writable",
+    "default_out_dir",
+    "path_arg",
+    "int_in",
+    "main",
+    "train_and_save",
+]
 
 PROG = "python -m attnlab.train"
 MAX_SEED = 2**32 - 1
@@ -160,6 +168,12 @@ def fraction(text: str) -> float:
     return value
 
 
+def path_arg(text: str) -> Path:
+    if not text or "\x00" in text:
+        raise argparse.ArgumentTypeError(f"{text[:40]!r} is not a path")
+    return Path(text)
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n")[0])
     p.add_argument("--model", choices=list(MODEL_KINDS), help="the kind of model to train")
@@ -172,7 +186,7 @@ def parser() -> argparse.ArgumentParser:
     stop.add_argument("--target", type=fraction, help="early stop at this held-out exact match")
     stop.add_argument("--no-target", action="store_true", help="train the whole step budget")
     where = p.add_mutually_exclusive_group()
-    where.add_argument("--out", type=Path, help=f"folder (default: {default_out_dir()})")
+    where.add_argument("--out", type=path_arg, help=f"folder (default: {default_out_dir()})")
     where.add_argument(
         "--replace-shipped", action="store_true", help="write into the package's checkpoints"
     )

@@ -108,27 +108,31 @@ def num_layers(kind: str, n: int, k: int) -> int:
     return max(1, layers)
 
 
+def _conv_edges(kind: str, n: int, k: int, layers: int) -> list[tuple[Node, Node]]:
+    """Causal convolutions, kernel k: y_j <- x_{j}, x_{j-d}, ..., x_{j-(k-1)d} in each layer."""
+    edges = []
+    for layer in range(1, layers + 1):
+        dilation = k ** (layer - 1) if kind == "dilated_cnn" else 1
+        edges += [
+            ((layer - 1, j - m * dilation), (layer, j))
+            for j in range(n)
+            for m in range(k)
+            if j - m * dilation >= 0  # left of position 0 is zero padding: no edge
+        ]
+    return edges
+
+
 def dependency_graph(kind: str, n: int, k: int = 3) -> Graph:
     """The explicit dependency graph of ``kind`` over n positions (kernel size k for CNNs)."""
     layers = num_layers(kind, n, k)  # also validates kind, n, k
     g = Graph(kind=kind, n=n, k=k, layers=layers)
     if kind == "rnn":
-        for i in range(n):
-            g.edges.append(((0, i), (1, i)))  # h_i = f(x_i, h_{i-1})
-            if i > 0:
-                g.edges.append(((1, i - 1), (1, i)))  # the recurrent edge h_{i-1} -> h_i
+        g.edges += [((0, i), (1, i)) for i in range(n)]  # h_i = f(x_i, h_{i-1})
+        g.edges += [((1, i - 1), (1, i)) for i in range(1, n)]  # the recurrent edge
     elif kind == "self_attention":
-        for j in range(n):
-            for i in range(n):
-                g.edges.append(((0, i), (1, j)))  # y_j = sum_i alpha_{j,i} v_i
+        g.edges += [((0, i), (1, j)) for j in range(n) for i in range(n)]  # y_j = sum alpha v_i
     else:
-        for layer in range(1, layers + 1):
-            dilation = k ** (layer - 1) if kind == "dilated_cnn" else 1
-            for j in range(n):
-                for m in range(k):  # causal kernel taps j, j-d, ..., j-(k-1)d
-                    i = j - m * dilation
-                    if i >= 0:  # left of position 0 is zero padding: no edge
-                        g.edges.append(((layer - 1, i), (layer, j)))
+        g.edges += _conv_edges(kind, n, k, layers)
     return g
 
 

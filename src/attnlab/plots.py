@@ -140,6 +140,8 @@ def _shown_tick_labels(fig: Figure) -> tuple[set[int], set[int]]:
         for axis in (ax.xaxis, ax.yaxis):
             for tick in [*axis.majorTicks, *axis.minorTicks]:
                 every.update((id(tick.label1), id(tick.label2)))
+            if not (ax.axison and axis.get_visible()):  # set_axis_off(): no tick is drawn
+                continue
             lo, hi = sorted(axis.get_view_interval())
             for locs, ticks in (
                 (axis.get_majorticklocs(), axis.majorTicks),

@@ -125,9 +125,26 @@ def widget_cells(nb: dict) -> list[int]:
 # is the present section that is not a stack.  Its place: h (horizontal), v (vertical), title.
 _SLIDE = "document.querySelector('.reveal .slides section.present:not(.stack)')"
 _SHOWN = "e => e.checkVisibility({opacityProperty: true, visibilityProperty: true})"
+# An element's text as read: no scripts, no anchor marks; a formula as its TeX source where the
+# page keeps it (MathJax 2), the drawn glyphs skipped (MathJax 3 keeps no source: left out).
+_TEXT_OF = r"""
+const textOf = (el) => {
+  const skip = 'style, .MathJax_CHTML, .MathJax_Preview, .MJX_Assistive_MathML, mjx-container, '
+    + 'script:not([type^="math/tex"])';
+  let out = '';
+  const walker = document.createTreeWalker(el, NodeFilter.SHOW_TEXT);
+  for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+    const parent = n.parentElement;
+    if (parent.closest(skip)) continue;
+    out += parent.matches('script') ? '$' + n.textContent + '$' : n.textContent;
+  }
+  return out.replace(/\u00b6/g, '').replace(/\u200b/g, '').replace(/\s+/g, ' ').trim();
+};
+"""
 
 PRESENT_JS = f"""
 () => {{
+  {_TEXT_OF}
   const p = {_SLIDE};
   if (!p) return null;
   const leaves = Array.from(document.querySelectorAll('.reveal .slides section'))
@@ -136,8 +153,7 @@ PRESENT_JS = f"""
   const tops = Array.from(document.querySelectorAll('.reveal .slides > section'));
   const heading = Array.from(p.querySelectorAll('h1, h2, h3, h4'))
     .find(h => !h.closest('aside.notes'));
-  const title = (heading ? heading.textContent : p.textContent)
-    .replace(/\\u00b6/g, '').replace(/\\s+/g, ' ').trim().slice(0, 60);
+  const title = textOf(heading || p).slice(0, 60);
   return {{
     index: leaves.indexOf(p),
     total: leaves.length,
@@ -156,6 +172,7 @@ PRESENT_JS = f"""
 # box is still content the room does not see).
 FIT_JS = f"""
 () => {{
+  {_TEXT_OF}
   const p = {_SLIDE};
   if (!p) return [];
   const shown = {_SHOWN};
@@ -164,8 +181,7 @@ FIT_JS = f"""
   const cells = Array.from(p.querySelectorAll('.jp-Cell'))
     .filter(c => !c.closest('aside.notes') && shown(c));
   cells.forEach(cell => {{
-    const text = cell.textContent.replace(/\\u00b6/g, '').replace(/\\s+/g, ' ').trim()
-      .replace(/^(In )?\\[[\\d ]*\\]:\\s*/, '');
+    const text = textOf(cell.querySelector('.jp-InputArea-editor, .jp-MarkdownOutput') || cell);
     const markdown = cell.classList.contains('jp-MarkdownCell');
     const parts = markdown
       ? Array.from(cell.querySelectorAll('.jp-MarkdownOutput')).map(e => ['markdown', e])
@@ -209,6 +225,7 @@ SHOWN_TEXT_JS = f"""
 # for Playwright) and is described: kind, label, and the cell (its source) it belongs to.
 CONTROLS_JS = f"""
 (kinds) => {{
+  {_TEXT_OF}
   const p = {_SLIDE};
   if (!p) return [];
   const shown = {_SHOWN};
@@ -229,9 +246,12 @@ CONTROLS_JS = f"""
         if (c.querySelector('input:disabled, button:disabled')) continue;
         c.dataset.attnlabControl = String(++window.__attnlabControls);
         if (!cell.dataset.attnlabCell) cell.dataset.attnlabCell = 'c' + c.dataset.attnlabControl;
-        const label = c.querySelector('.widget-label');
+        const named = c.querySelector('.widget-label');
+        const label = kind === 'toggle'
+          ? Array.from(c.querySelectorAll('button')).map(b => textOf(b)).join(' / ')
+          : (named && textOf(named)) || textOf(c).slice(0, 30);
         out.push({{id: c.dataset.attnlabControl, cell: cell.dataset.attnlabCell, kind, source,
-                  label: (label && label.textContent.trim()) || c.textContent.trim().slice(0, 30)}});
+                  label}});
       }}
     }}
   }}
@@ -447,7 +467,11 @@ class Walk:
 
 
 def where_slide(slide: dict) -> str:
-    return f"slide {slide['index'] + 1} (h {slide['h']}, v {slide['v']}) {slide['title']!r}"
+    """'slide 18 (10.2) 'Why divide...'': the place in the deck, then the number reveal.js
+    shows in the corner (h.v, 1-based; h alone on a top-level slide)."""
+    h, v = slide["h"] + 1, slide["v"] + 1
+    shown = f"{h}.{v}" if slide["v"] else f"{h}"
+    return f"slide {slide['index'] + 1} ({shown}) {slide['title']!r}"
 
 
 def where_step(slide: dict) -> str:
@@ -584,6 +608,8 @@ def time_slider(page, control: Control, moves: int = LATENCY_MOVES, quiet_s: flo
             continue
         control.latencies_ms.append(latency)
     control.changed = bool(control.latencies_ms) and pictures(cell) != first
+    if not control.latencies_ms and not control.problem:
+        control.problem = f"dragging the handle never moved it from {readout(handle)!r}"
 
 
 def wait_quiet(page, quiet_s: float, wait_s: float = 15.0) -> float | None:
@@ -599,7 +625,7 @@ def wait_quiet(page, quiet_s: float, wait_s: float = 15.0) -> float | None:
     return None
 
 
-PROMPT = re.compile(r"^\s*(?:In )?\[[\d ]*\]:\s*")
+PROMPT = re.compile(r"^\s*(?:In\s*)?\[[\d\s]*\]:\s*")
 
 
 def widget_name(source: str) -> str:

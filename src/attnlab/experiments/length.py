@@ -10,12 +10,13 @@ with length while RNNsearch's holds up; our toy task shows the same shape.
     python -m attnlab.experiments.length              # the same into the user's folder
     python -m attnlab.experiments.length --eval-only  # re-measure the shipped checkpoints
 
-Without ``--replace-shipped`` nothing shipped is written: the checkpoints go to ``--checkpoints
-DIR`` (default :func:`attnlab.cli.default_out_dir`) and the results to ``--out FILE``
-(default ``results/length.json`` beside that folder).  The models are saved as the checkpoints ``rnnenc-reverse``, ``rnnsearch-reverse``
-and the variants trained on 5-30 digits only, ``rnnenc-reverse-30`` and ``rnnsearch-reverse-30``;
-the results go to ``src/attnlab/results/length.json``, read by :func:`load_results`
-(``attnlab.plots.length_curves`` draws them).
+The models are the checkpoints ``rnnenc-reverse``, ``rnnsearch-reverse`` and the variants
+trained on 5-30 digits only, ``rnnenc-reverse-30`` and ``rnnsearch-reverse-30``; the shipped
+results are ``src/attnlab/results/length.json``, read by :func:`load_results`
+(``attnlab.plots.length_curves`` draws them).  Without ``--replace-shipped`` nothing shipped
+is written: the checkpoints go to ``--checkpoints DIR`` (default
+:func:`attnlab.cli.default_out_dir`), the results to ``--out FILE`` (default
+``results/length.json`` beside that folder).
 """
 
 from __future__ import annotations
@@ -30,7 +31,14 @@ import torch
 import attnlab
 from attnlab.batches import evaluate
 from attnlab.checkpoints import CHECKPOINT_DIR, write_atomic
-from attnlab.cli import OutputError, check_writable, default_out_dir, int_in, train_and_save
+from attnlab.cli import (
+    OutputError,
+    check_writable,
+    default_out_dir,
+    int_in,
+    path_arg,
+    train_and_save,
+)
 from attnlab.data import reverse
 from attnlab.recipes import default_configs
 
@@ -163,8 +171,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--eval-only", action="store_true", help="measure, do not train")
     p.add_argument("--max-steps", type=SIZE, default=None, help="override the step budget")
     p.add_argument("--only", nargs="+", choices=list(MODELS), help="train only these")
-    p.add_argument("--checkpoints", type=Path, help="checkpoint folder (default: the user's)")
-    p.add_argument("--out", type=Path, default=None, help="results file")
+    p.add_argument("--checkpoints", type=path_arg, help="checkpoint folder (default: the user's)")
+    p.add_argument("--out", type=path_arg, default=None, help="results file")
     p.add_argument(
         "--replace-shipped", action="store_true", help="write the shipped checkpoints and results"
     )

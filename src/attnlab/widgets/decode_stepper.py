@@ -194,7 +194,8 @@ class DecodeStepper(BaseWidget):
         )
         self.head = widgets.Dropdown(options=[("", (0, 0))], description="attention")
         self.head_box = widgets.HBox([self.head], layout={"display": "none"})
-        self.text = widgets.Text(value=text, description="date", continuous_update=False)
+        shown = text if isinstance(text, str) else ""  # not text: the box starts empty
+        self.text = widgets.Text(value=shown, description="date", continuous_update=False)
         self.back_button = widgets.Button(description="◀ Back", layout={"width": "80px"})
         self.step_button = widgets.Button(description="Step ▶", layout={"width": "80px"})
         self.reset_button = widgets.Button(description="Reset", layout={"width": "70px"})

@@ -1,0 +1,104 @@
+"""nbgrader releases the committed exercises notebook as it is and autogrades it.
+
+In a temporary course directory: ``python -m attnlab.course source`` writes the instructor
+version, ``nbgrader generate_assignment`` must turn it back into exactly the committed student
+version, and ``nbgrader autograde`` must give a solved submission every point except those of
+the one exercise left blank.  (Slow: nbgrader runs the whole notebook in a kernel, about a
+minute on two shared cores.)
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from attnlab import course
+
+BIN = Path(sys.executable).parent  # nbgrader calls `alembic` from the environment's bin
+ASSIGNMENT = "lecture07"
+CONFIG = """c = get_config()
+c.CourseDirectory.course_id = "attention"
+c.ExecutePreprocessor.timeout = 300  # the experiment cell trains two models
+"""
+
+
+def nbgrader(course_dir: Path, *args: str) -> None:
+    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}", "OMP_NUM_THREADS": "1"}
+    env.pop("ATTNLAB_SOLUTIONS", None)  # grading happens in the student's mode
+    done = subprocess.run(
+        [str(BIN / "nbgrader"), *args, "--force"],
+        cwd=course_dir,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+
+
+@pytest.fixture(scope="module")
+def course_dir(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("course")
+    (root / "nbgrader_config.py").write_text(CONFIG)
+    course.write_source(root, ASSIGNMENT)
+    nbgrader(root, "generate_assignment", ASSIGNMENT)
+    return root
+
+
+def notebook(path: Path) -> nbformat.NotebookNode:
+    return nbformat.read(path, as_version=4)
+
+
+def test_the_source_holds_solutions_and_hidden_tests(course_dir):
+    source = notebook(course_dir / "source" / ASSIGNMENT / course.NOTEBOOK.name)
+    text = "\n".join(c.source for c in source.cells)
+    assert text.count("### BEGIN SOLUTION") == 8  # the eight exercises
+    assert 'return checks.reference("dot_score")(s, h)' in text
+    assert 'assert checks.in_model("decode_step", decode_step).ok' in text
+
+
+def test_the_release_is_the_committed_student_version(course_dir):
+    release = notebook(course_dir / "release" / ASSIGNMENT / course.NOTEBOOK.name)
+    committed = notebook(course.NOTEBOOK)
+    assert [c.source for c in release.cells] == [c.source for c in committed.cells]
+    graded = [c for c in release.cells if c.metadata.get("nbgrader", {}).get("grade")]
+    assert len(graded) == 18 and all(c.metadata["editable"] is False for c in graded)
+
+
+def test_autograde_gives_the_points_of_what_is_solved(course_dir):
+    from nbgrader.api import Gradebook
+
+    source = notebook(course_dir / "source" / ASSIGNMENT / course.NOTEBOOK.name)
+    release = notebook(course_dir / "release" / ASSIGNMENT / course.NOTEBOOK.name)
+    answers = {  # what a student who measured would write
+        "month_char": 'checks.right_answer("month_attention")',
+        "variance_qk": "64",
+        "dilated_path": "3",
+        "faster": 'checks.right_answer("faster_score", dot=histories["dot"], '
+        'additive=histories["additive"])',
+    }
+    for mine, theirs in zip(source.cells, release.cells, strict=True):
+        mine.metadata = theirs.metadata  # as handed out (checksums included)
+        if '@exercise("dot_score")' in mine.source:
+            mine.source = theirs.source  # left blank
+        for name, value in answers.items():
+            if mine.source.startswith(f"{name} = ..."):
+                mine.source = f"{name} = {value}"
+    submitted = course_dir / "submitted" / "alice" / ASSIGNMENT
+    submitted.mkdir(parents=True)
+    nbformat.write(source, submitted / course.NOTEBOOK.name)
+    nbgrader(course_dir, "autograde", ASSIGNMENT)
+    with Gradebook(f"sqlite:///{course_dir / 'gradebook.db'}") as gradebook:
+        submission = gradebook.find_submission(ASSIGNMENT, "alice")
+        grades = {g.name: g.score for nb in submission.notebooks for g in nb.grades}
+        assert submission.max_score == 18
+        assert {name for name, score in grades.items() if score == 0} == {
+            "check_dot_score",
+            "in_model_dot_score",
+        }
+        assert submission.score == 16
