@@ -22,7 +22,7 @@ from dataclasses import replace
 import torch
 
 import attnlab
-from attnlab.checkpoints import CHECKPOINT_DIR, SHIPPED
+from attnlab.checkpoints import CHECKPOINT_DIR, SHIPPED, weights_path
 from attnlab.train import default_configs, fit
 
 TARGETS = {"rnnsearch": 15.0, "transformer": 60.0}
@@ -61,7 +61,7 @@ def main() -> None:
 
     print(f"\n{'checkpoint':<20} {'KB':>6} {'load ms (median of 5)':>22}")
     for name in SHIPPED:
-        path = CHECKPOINT_DIR / f"{name}.safetensors"
+        path = CHECKPOINT_DIR / f"{name}.json"
         if not path.exists():
             print(f"{name:<20} missing")
             continue
@@ -71,6 +71,7 @@ def main() -> None:
             attnlab.load(name)
             times.append(time.perf_counter() - start)
         ms = statistics.median(times) * 1000
+        path = weights_path(name)
         flag = "ok" if ms <= 300 and path.stat().st_size <= 1_000_000 else "MISSED"
         print(f"{name:<20} {path.stat().st_size / 1000:>6.0f} {ms:>22.1f} {flag}")
 

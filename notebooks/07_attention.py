@@ -55,7 +55,7 @@ from attnlab import attention as A
 from attnlab import lecture, widgets
 
 torch.manual_seed(0)
-torch.set_num_threads(2)
+torch.set_num_threads(1)  # small, latency-bound work: one thread is fastest on a shared machine
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Sequence to sequence ([Sutskever et al., 2014](https://papers.nips.cc/paper/5346-sequence-to-sequence-learning-with-neural-networks.pdf))
@@ -173,9 +173,8 @@ alpha.detach().round(decimals=2)
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Four scores, one attention
 #
-# Dot $s^\top h$, scaled dot $s^\top h/\sqrt{d}$, general $s^\top W_a h$ and additive
-# $v^\top\tanh(W s + U h)$ (Bahdanau's) all plug into the same softmax: four RNNSearch models,
-# one per score, trained on dates:
+# Dot $s^\top h$, scaled dot $s^\top h/\sqrt{d}$, general $s^\top W_a h$, additive
+# $v^\top\tanh(W s + U h)$: one trained RNNSearch per score, the same softmax.
 
 # %%
 widgets.ScoreLab()
@@ -187,19 +186,18 @@ widgets.ScoreLab()
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Edit me: your score inside a trained model
-#
-# `rnnsearch-dates-dot` was trained with the dot score. Change the marked line (`/ 8`?
-# `-query`?), press Shift+Enter and step through: does the date survive?
 
 # %%
-def my_score(query, keys):  # query s_{t-1}: (B, 1, d), keys h_i: (B, n, d)
-    return query @ keys.transpose(-2, -1)  # s_{t-1}^T h_i: (B, 1, n)  <- edit this line
+def my_score(query, keys):  # s_{t-1}: (B, 1, d), h_i: (B, n, d) -> scores (B, 1, n)
+    return query @ keys.transpose(-2, -1)  # the dot score s_{t-1}^T h_i  <- edit this line
 
-
-widgets.DecodeStepper("rnnsearch-dates-dot", score=my_score)
+# %%
+widgets.DecodeStepper("rnnsearch-dates-dot", score=my_score)  # trained with the dot score
 
 # %% [markdown] slideshow={"slide_type": "notes"}
-# The model keeps its trained weights; only the score is ours. Good edits to try with the room:
+# Edit the marked line, Shift+Enter on both cells, then step through the decoding. The model
+# (rnnsearch-dates-dot, trained with the dot score) keeps its trained weights; only the score
+# is ours. Ask the room first: will the date survive? Good edits to try:
 # `/ 8` (softer attention, usually still right: the trained scores are large), `-query @ ...`
 # (the decoder looks at the least similar character: the date falls apart), zeros (uniform
 # alpha: it guesses from the average of all characters), or a typo (the error appears in the
@@ -218,10 +216,9 @@ widgets.DecodeStepper("rnnsearch-dates-dot", score=my_score)
 # The picture is drawn from the results file of our length experiment, not copied from the
 # paper. The shape matches the paper's: the fixed-length vector fails on long inputs, while
 # RNNsearch-50 stays high past 50 words. Be honest about our -30 attention model: trained on
-# 5-30 digits it is nearly perfect up to 30 (0.98 exact match at 21-30), right on only about
-# half of the strings of 31-40 digits (0.45), and never right beyond 40 (0.00): attention does
-# not by itself teach the model to count past the lengths it has seen. Next slide: where it
-# breaks.
+# 5-30 digits it is nearly perfect up to 30 (0.99 exact match at 21-30), right on only about
+# half of the strings of 31-40 digits (0.51), and never right beyond 40 (0.00): attention does
+# not by itself carry the model past the lengths it has seen. Next slide: where it breaks.
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Where the alignment breaks
@@ -233,24 +230,23 @@ widgets.DecodeStepper("rnnsearch-dates-dot", score=my_score)
 lecture.alignment_failure(attnlab.load("rnnsearch-reverse-30"), length=45, seed=0)
 
 # %% [markdown] slideshow={"slide_type": "notes"}
-# Read it from the top: for about 30 outputs the attention walks down the anti-diagonal, one
-# source digit per output, exactly as on the strings it was trained on. Then it skips several
-# digits at once, the output goes wrong, and it never finds the start of the string: it keeps
-# writing until the length limit. Put the same string into the DecodeStepper with the model
-# chooser on rnnsearch-reverse-30 to step through it.
+# Read it from the top: for the first 27 outputs the attention walks down the anti-diagonal,
+# one source digit per output, as on the strings it was trained on. Past about 30 outputs, a
+# length it has never written, it moves faster than one digit per step, skips digits and
+# stops early (40 digits out for 45 in). To step through it live, run
+# widgets.DecodeStepper("rnnsearch-reverse-30", text=...) with the digits of the picture.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ### Watch the decoder attend
 #
-# Type a date (ask the audience for one), then step through the decoding: row $t$ of the
-# heatmap is $\alpha_{t,1..n}$, the weights the decoder gives the source characters while
-# writing output character $t$.
+# Row $t$ of the heatmap is $\alpha_{t,1..n}$: the weights on the source while writing output $t$.
 
 # %%
 widgets.DecodeStepper()  # the shipped rnnsearch-dates; the Transformer in the model chooser
 
 # %% [markdown] slideshow={"slide_type": "notes"}
-# Try "3 May 1979", "tuesday december 31 2099", "01/02/1903". Point out: the year digits
+# Ask the audience for a date, type it, then step through the decoding. Try "3 May 1979",
+# "tuesday december 31 2099", "01/02/1903". Point out: the year digits
 # attend to the year, the month digits to the month name, the attention of the bi-GRU often
 # sits one character off (its neighbours' states already carry the symbol).
 
@@ -280,19 +276,27 @@ live_model.translate("3 May 1979")
 # * Attention alone relates every position of the input and the output to every other.
 # * Payoff: training is **parallel** over positions; no backpropagation through time.
 
-# %% [markdown] slideshow={"slide_type": "fragment"}
+# %% [markdown] slideshow={"slide_type": "notes"}
+# The whole idea in one sentence: attention replaces recurrence. Next slide: what that buys,
+# measured on this machine.
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### Parallel over positions, measured
+#
 # An RNN needs $n$ steps one after the other; one self-attention layer needs $O(1)$
-# sequential steps for any $n$. Measured here, forward pass of one layer:
+# sequential steps for any $n$. The forward pass of one layer, on this machine:
 
 # %% tags=["nbval-ignore-output"]
-lecture.plot_timings(lecture.time_rnn_vs_attention(lengths=[16, 32, 64, 128, 256, 512], d=256, repeats=3))
+timings = lecture.time_rnn_vs_attention(lengths=[16, 32, 64, 128, 256, 512], d=256, repeats=3)
+lecture.plot_timings(timings)
 
 # %% [markdown] slideshow={"slide_type": "notes"}
-# The RNN's time grows linearly because step t waits for step t-1; attention's cost is a few
-# matrix products that use all cores at once. Its work grows with n^2 d, so once n is well past
-# d (here 256) it catches up: Table 1 again. On a GPU, with thousands of cores, the gap is far
-# larger: that is what made the Transformer fast to train. (Wall-clock times: they differ from
-# run to run.)
+# The RNN's time grows linearly because step t waits for step t-1: n small steps, one after
+# another. Attention computes all n positions with a few large matrix products, which run
+# well even on the single CPU thread this deck uses, and spread over all cores of a GPU. Its
+# work grows with n^2 d, so once n is well past d (here 256) it catches up: Table 1 again. On a
+# GPU, with thousands of cores, the gap is far larger: that is what made the Transformer fast
+# to train. (Wall-clock times: they differ from run to run.)
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ### Self-attention and path length
@@ -395,31 +399,29 @@ tuple(Q.shape), tuple(K.shape), tuple(V.shape)
 lecture.show_source(A.scaled_dot_product_attention, A.scaled_dot_score)
 
 # %%
-torch.manual_seed(0)
 Q, K, V = torch.randn(3, 4), torch.randn(5, 4), torch.randn(5, 2)  # m = 3, n = 5, d_k = 4
 weights = torch.softmax(Q @ K.T / 4**0.5, dim=-1)  # softmax(Q K^T / sqrt(d_k)): (m, n)
 out = weights @ V  # ... V: (m, d_v)
 lib_out, lib_weights = A.scaled_dot_product_attention(Q, K, V)
 assert torch.allclose(out, lib_out) and torch.allclose(weights, lib_weights)
-out.round(decimals=2)
 
 # %% [markdown] slideshow={"slide_type": "notes"}
 # The library's body is the equation; the second cell writes it out on three queries and five
-# keys and checks it against the library. Everything the Transformer does with attention goes
+# keys and checks it against the library (no output: the assert held; re-run it, any values). Everything the Transformer does with attention goes
 # through this one function.
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Why divide by $\sqrt{d_k}$?
 #
-# For random $q, k$ with unit-variance entries, $q^\top k$ has variance $d_k$: the scores grow
-# with $d_k$ and the softmax saturates (one weight near 1, tiny gradients). Slide $d_k$ with
-# and without the scaling:
+# For random $q, k$ with unit-variance entries, $q^\top k$ has variance $d_k$: unscaled, the
+# softmax saturates as $d_k$ grows.
 
 # %%
 widgets.ScaledDotExplorer()
 
 # %% [markdown] slideshow={"slide_type": "notes"}
-# Press the preset (unscaled, d_k = 512): the largest weight per row goes to 1 and the entropy
+# Slide d_k with and without the scaling (one weight near 1 means tiny gradients). Press the
+# preset (unscaled, d_k = 512): the largest weight per row goes to 1 and the entropy
 # to 0: the softmax is saturated and its gradient vanishes. Tick the scaling again: the rows
 # stay soft. The causal-mask toggle zeroes the upper triangle.
 

@@ -256,8 +256,8 @@ def pe_column_frequency(n, d):
 # (exercise, wrong answer, category, words the message must contain)
 WRONG = [
     ("multi_head_attention", raises_not_implemented, "not_implemented", "NotImplementedError"),
-    ("multi_head_attention", mha_split_wrong, "mismatch", "view(B, T, h, d_k)"),
-    ("multi_head_attention", mha_concat_wrong, "mismatch", "transpose(1, 2)"),
+    ("multi_head_attention", mha_split_wrong, "mismatch", "mixes positions into the heads"),
+    ("multi_head_attention", mha_concat_wrong, "mismatch", "undo the split in reverse order"),
     ("multi_head_attention", mha_no_output_projection, "mismatch", "W_o(concat)"),
     ("multi_head_attention", mha_scaled_by_d_model, "mismatch", "not by sqrt(d_model)"),
     ("multi_head_attention", mha_mask_not_broadcast, "exception", "`mask.unsqueeze(1)`"),
@@ -532,6 +532,36 @@ def test_notebook_has_a_blank_exercise_and_a_check_for_every_exercise():
         assert any(f"checks.check_{name}({name})" in src for src in code)
     assert cells[0].cell_type == "markdown" and cells[0].source.startswith("# ")
     assert all("slide_type" in c.metadata.get("slideshow", {}) for c in cells)
+
+
+def test_notebook_runs_each_function_a_model_uses_inside_it_and_checks_every_answer():
+    code = [c.source for c in notebook_cells() if c.cell_type == "code"]
+    for name in checks.IN_MODEL:
+        assert f'checks.in_model("{name}", {name})' in code
+    for question in checks.QUESTIONS:
+        (check,) = [src for src in code if src.startswith(f'checks.check_answer("{question}", ')]
+        variable = check.split(", ")[1].rstrip(")")
+        assert f"{variable} = ...  # " in code[code.index(check) - 1]  # the answer, blank
+
+
+# Lines of a solution that a hint must not hand over (it may name the tools).
+SOLUTION_LINES = (
+    "s @ h.transpose(-2, -1)",
+    "s @ W_a",
+    "torch.tanh(",
+    "masked_fill(~mask",
+    "torch.cat([y_prev, c_t]",
+    "/ math.sqrt(",
+    ".transpose(1, 2).reshape",
+    "torch.sin(",
+)
+
+
+def test_hints_guide_without_handing_over_a_solution_line():
+    hints = [c.source for c in notebook_cells() if c.source.startswith("*Hint")]
+    assert len(hints) == len(EXERCISES)
+    for hint in hints:
+        assert not [line for line in SOLUTION_LINES if line in hint], hint
 
 
 def test_notebook_is_committed_with_student_mode_outputs():

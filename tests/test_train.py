@@ -13,7 +13,7 @@ import pytest
 import torch
 
 import attnlab
-from attnlab import checkpoints, cli
+from attnlab import checkpoints, cli, train
 from attnlab.batches import encode_pairs, evaluate
 from attnlab.cli import main
 from attnlab.data import TASKS, dates
@@ -279,8 +279,6 @@ def test_fit_writes_nothing(tmp_path, monkeypatch):
 
 def test_in_a_notebook_fit_updates_one_picture_in_place(monkeypatch):
     import IPython.display
-
-    from attnlab import train  # noqa: PLC0415  (the module, to patch its notebook test)
 
     shown, updates = [], []
 

@@ -299,7 +299,7 @@ def test_stepper_pictures_read_from_the_back(transformer):
     for model, text in [
         ("rnnsearch-dates", "Thursday 3 May 1979"),
         (transformer, "3 May 1979"),
-        ("rnnsearch-reverse-30", "1234567890" * 4 + "12345"),  # 45 digits: fewer labels
+        ("rnnsearch-reverse", "1234567890" * 4 + "12345"),  # 45 digits: fewer labels
     ]:
         w = DecodeStepper(model, text)
         assert w.message == ""
@@ -590,3 +590,39 @@ def test_path_explorer_pictures_read_from_the_back():
         panel = path_length.Panel(kind)
         px, text = plots.smallest_text(panel.fig, path_length.WIDTH_PX)
         assert px >= plots.MIN_TEXT_PX, (kind, text)
+
+
+# --------------------------------------------------------------------------- exported state
+def embedded_bytes(widget) -> int:
+    """Bytes of every picture and HTML frame inside ``widget`` (what an export embeds)."""
+    todo, seen, total = [widget], set(), 0
+    while todo:
+        w = todo.pop()
+        if id(w) not in seen:
+            seen.add(id(w))
+            if isinstance(w, widgets.Image):
+                total += len(w.value)
+            todo.extend(getattr(w, "children", ()))
+    return total
+
+
+def test_pre_rendered_frames_stay_small(stepper, explorer, lab, path_explorer):
+    """The exported page embeds every frame: each widget's share stays under a budget."""
+    budgets = {stepper: 200_000, explorer: 900_000, lab: 250_000, path_explorer: 600_000}
+    for widget, budget in budgets.items():
+        size = embedded_bytes(widget)
+        assert 0 < size <= budget, (type(widget).__name__, size)
+
+
+def test_readouts_and_tables_are_set_at_the_lectures_table_size(
+    stepper, explorer, lab, path_explorer
+):
+    import re
+
+    stepper.text.value = "3 Mai 1979 ½"  # a message too
+    texts = [stepper.info.value, stepper.message_box.value, explorer.readout.value]
+    texts += [lab.readout.value, path_explorer.table.value]
+    for text in texts:
+        sizes = [float(px) for px in re.findall(r"font-size:\s*([\d.]+)px", text)]
+        assert sizes and min(sizes) >= plots.MIN_TEXT_PX, text[:80]
+    stepper.text.value = "3 May 1979"

@@ -34,7 +34,27 @@ The exercises (names as given to :func:`exercise`; shapes with batch size B):
 score, cell)``                     -> (s_t (B, d_s), c_t (B, d_h), alpha (B, n))
 ``scaled_dot_product_attention(    Q (B, m, d_k), K (B, n, d_k), V (B, n, d_v), mask or None
 Q, K, V, mask)``                   -> (output (B, m, d_v), weights (B, m, n))
+``multi_head_attention(query, key, query (B, m, d), key, value (B, n, d), W_* nn.Linear(d, d),
+value, W_q, W_k, W_v, W_o,         -> (output (B, m, d), weights (B, h, m, n)); checked against
+num_heads, mask)``                 attention.MultiHeadAttention with copies of the W_*
+``positional_encoding(n, d)``      -> (n, d), against attention.positional_encoding
 =================================  ==========================================================
+
+Inside the trained models
+-------------------------
+``in_model(name, fn)`` swaps ``fn`` into the shipped model(s) of :data:`IN_MODEL` (a score
+gets the model's trained weights; ``masked_softmax`` and ``scaled_dot_product_attention``
+through ``unittest.mock.patch.object(attention, name, fn)``; ``decode_step`` as the model's
+step), decodes :data:`IN_MODEL_DATES` held-out dates in one padded batch, and compares with the
+library's decoding (computed once per session): exact match of both, the first date that
+differs, the largest difference in alpha.  The small hidden examples of ``check_<name>`` run
+first: they stop a function that cannot run, name the mistake when the translations change,
+and test the cases no date reaches (a fully masked row, huge scores), saying so.
+
+Questions
+---------
+``check_answer(question, answer, **measured)`` checks a predict-then-run answer of
+:data:`QUESTIONS` against an answer computed (``right_answer``), never stored.
 """
 
 from __future__ import annotations
@@ -759,26 +779,18 @@ def _mha_examples():
     examples = []
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(711)  # the projections' weights
-        for B, m, n, d, h, mask, details in (
+        for (B, m, n, d, h), mask, details in (
             (
-                2,
-                4,
-                4,
-                8,
-                2,
+                (2, 4, 4, 8, 2),
                 attention.causal_mask(4),
                 "self-attention, d_model 8, 2 heads, causal mask",
             ),
             (
-                2,
-                3,
-                5,
-                12,
-                3,
+                (2, 3, 5, 12, 3),
                 attention.padding_mask([5, 2], 5)[:, None, :],
                 "cross-attention, d_model 12, 3 heads, (2, 1, 5) padding mask",
             ),
-            (1, 2, 6, 12, 4, None, "cross-attention, d_model 12, 4 heads, no mask"),
+            ((1, 2, 6, 12, 4), None, "cross-attention, d_model 12, 4 heads, no mask"),
         ):
             layers = [nn.Linear(d, d) for _ in range(4)]  # W_q, W_k, W_v, W_o
             q = _randn(g, B, m, d)
@@ -808,7 +820,8 @@ def _mha_alternatives(args: tuple) -> tuple[tuple[Tensor, Tensor, str], ...]:
         ),
         (
             concat_without_transpose,
-            "To concatenate, move the heads back next to d_k first: `heads.transpose(1, 2)` to (B, m, h, d_k), then reshape to (B, m, d_model).",
+            "To concatenate, undo the split in reverse order: bring the head axis back next to "
+            "d_k, (B, m, h, d_k), before merging the two into d_model.",
         ),
     ):
         with mock.patch.object(attention, "scaled_dot_product_attention", bend):
@@ -818,7 +831,8 @@ def _mha_alternatives(args: tuple) -> tuple[tuple[Tensor, Tensor, str], ...]:
     found.append(
         (
             *split(query, key, value, mask),
-            "Split d_model into (h, d_k) first: `x.view(B, T, h, d_k).transpose(1, 2)`; `x.view(B, h, T, d_k)` mixes positions into the heads.",
+            "Split the last dimension, d_model, into (h, d_k), then move the head axis forward: "
+            "reshaping (B, T, d_model) straight to (B, h, T, d_k) mixes positions into the heads.",
         )
     )
     no_out = _mha_with(W_q, W_k, W_v, W_o, h)  # then W_o = identity: no output projection
@@ -1042,7 +1056,8 @@ class _Counted:
 
     def __call__(self, *args, **kwargs):
         self.calls += 1
-        return self.fn(*args, **kwargs)
+        args = tuple(a.clone() if isinstance(a, Tensor) else a for a in args)  # scribbling is
+        return self.fn(*args, **kwargs)  # harmless: the model's own tensors stay untouched
 
 
 class _StudentScore(nn.Module):

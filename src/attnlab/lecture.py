@@ -50,13 +50,19 @@ class Table:
     caption: str = ""
 
     def _repr_html_(self) -> str:
+        # Inline styles: the offline export does not load the slideshow's rise.css.  Long
+        # strings (digits) wrap inside their cell rather than run off the slide.
+        td = '<td style="font-family: monospace; word-break: break-all; text-align: left">'
         head = "".join(f"<th>{html.escape(h)}</th>" for h in self.header)
         body = "".join(
-            "<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in row) + "</tr>"
+            "<tr>" + "".join(f"{td}{html.escape(str(c))}</td>" for c in row) + "</tr>"
             for row in self.rows
         )
         cap = f"<caption>{html.escape(self.caption)}</caption>" if self.caption else ""
-        return f'<table class="attnlab-table">{cap}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+        return (
+            '<table class="attnlab-table" style="table-layout: fixed; width: 100%">'
+            f"{cap}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+        )
 
     def __repr__(self) -> str:
         cells = [self.header, *[[str(c) for c in row] for row in self.rows]]
@@ -404,7 +410,7 @@ def alignment_failure(model, length: int = 45, seed: int = 0) -> Picture:
     _heatmap(ax, alpha, x, y, sizes, xlabel="source position i", ylabel="output step t")
     ax.plot([length - 1 - t for t in range(length)], range(length), ":", color="white", lw=2)
     if wrong is not None:
-        ax.axhline(wrong, color="red", lw=2)
+        ax.axhline(wrong - 0.5, color="red", lw=2)  # above the first wrong row
     right = length if wrong is None else wrong
     ax.set_title(f"{length} digits in: the first {right} outputs right", fontsize=sizes.title)
     summary = (

@@ -330,13 +330,15 @@ class Heatmap:
         y_labels: Sequence[str],
         reveal_rows: bool = False,
         mathtext: bool = False,
+        turn: bool | None = None,
     ) -> None:
         """Fix the grid to len(y_labels) rows and len(x_labels) columns, with tick labels.
 
         Labels are at ``sizes.tick``; where the cells are too narrow for that, every k-th cell
         is labelled (and the last).  With ``reveal_rows`` a row's y label appears only once
         the row holds data (decoding: the output token is not known before its step).  Labels
-        are shown literally (:func:`literal`) unless ``mathtext`` is True.
+        are shown literally (:func:`literal`) unless ``mathtext`` is True.  ``turn``: x labels
+        upright (True) or level (False); by default words are turned where they would touch.
         """
         self.x_labels, self.y_labels = [str(s) for s in x_labels], [str(s) for s in y_labels]
         self.reveal_rows = reveal_rows
@@ -354,7 +356,11 @@ class Heatmap:
         wide = [(0.62 * len(s) + 0.3) * tick for s in x_shown]  # about a label's width (pt)
         pitch = width_pt / n_cols
         pairs = [(a + b) / 2 for a, b in zip(wide, wide[1:], strict=False)] or [tick]
-        turn = max(pairs) > 0.95 * pitch  # two neighbours would touch: turn the labels
+        # words whose neighbours would touch: turn the labels; characters (and one <eos>)
+        # stay level, every k-th cell labelled where they do not fit
+        if turn is None:
+            words = float(np.median([len(s) for s in x_shown])) > 2 if x_shown else False
+            turn = words and float(np.median(pairs)) > 0.95 * pitch
         need_x = 1.05 * tick if turn else max(pairs)
         x_kept = _labelled(len(x_shown), label_step(n_cols, pitch, need_x))
         y_kept = _labelled(len(y_shown), label_step(n_rows, height_pt / n_rows, 1.05 * tick))
@@ -580,7 +586,7 @@ def head_grid(
     for i in range(L):
         for j in range(H):
             heat = Heatmap(axes[i, j], colorbar=False, xlabel="", ylabel="", sizes=sizes)
-            heat.set_labels(decoding.source_tokens, decoding.output_tokens)
+            heat.set_labels(decoding.source_tokens, decoding.output_tokens, turn=True)
             heat.image.set_animated(False)  # a still picture: drawn with the rest
             heat.set_data(alpha[i, j])
             axes[i, j].set_title(f"layer {i + 1}, head {j + 1}", fontsize=sizes.label)

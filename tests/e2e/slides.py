@@ -336,12 +336,12 @@ async (cell) => {
 
 # Watches one cell's shown pictures from now on: each change of which <img> is shown or of its
 # src is recorded once the new picture is decoded and the next frame is drawn
-# (requestAnimationFrame), and so is the release of the mouse button (pointerup).
+# (requestAnimationFrame), and so are the drag's last mouse move and the release (pointerup).
 WATCH_PICTURE_JS = """
 (cell) => {
   const shownSrc = () => Array.from(cell.querySelectorAll('.jp-OutputArea-output img'))
     .filter(i => i.checkVisibility()).map(i => i.src);
-  const w = {released: null, changes: [], last: shownSrc().join('|')};
+  const w = {released: null, moved: null, changes: [], last: shownSrc().join('|')};
   if (window.__attnlabWatch) window.__attnlabWatch.stop();
   window.__attnlabWatch = w;
   const seen = () => {
@@ -357,14 +357,21 @@ WATCH_PICTURE_JS = """
   observer.observe(cell, {subtree: true, childList: true, attributes: true,
                           attributeFilter: ['src', 'class', 'style', 'hidden']});
   const up = () => { if (w.released === null) w.released = performance.now(); };
+  const move = () => { if (w.released === null) w.moved = performance.now(); };
   window.addEventListener('pointerup', up, true);
-  w.stop = () => { observer.disconnect(); window.removeEventListener('pointerup', up, true); };
+  window.addEventListener('pointermove', move, true);
+  w.stop = () => {
+    observer.disconnect();
+    window.removeEventListener('pointerup', up, true);
+    window.removeEventListener('pointermove', move, true);
+  };
   return w.last;
 }
 """
 WATCH_STATE_JS = """
 () => { const w = window.__attnlabWatch;
-        return {released: w.released, changes: w.changes, now: performance.now(), last: w.last}; }
+        return {released: w.released, moved: w.moved, changes: w.changes,
+                now: performance.now(), last: w.last}; }
 """
 WATCH_STOP_JS = "() => window.__attnlabWatch && window.__attnlabWatch.stop()"
 
@@ -464,6 +471,23 @@ class Walk:
             moves = entry["moves_ms"]
             entry["median_ms"] = round(statistics.median(moves), 1) if moves else None
         return widgets
+
+
+class Clock:
+    """Seconds spent in each phase of a test (printed, to keep the browser tests fast)."""
+
+    def __init__(self) -> None:
+        self.start = self.last = time.monotonic()
+        self.laps: dict[str, float] = {}
+
+    def lap(self, name: str) -> None:
+        now = time.monotonic()
+        self.laps[name] = self.laps.get(name, 0.0) + now - self.last
+        self.last = now
+
+    def __str__(self) -> str:
+        laps = ", ".join(f"{k} {v:.0f} s" for k, v in self.laps.items())
+        return f"{time.monotonic() - self.start:.0f} s ({laps})"
 
 
 def where_slide(slide: dict) -> str:
@@ -613,14 +637,20 @@ def time_slider(page, control: Control, moves: int = LATENCY_MOVES, quiet_s: flo
 
 
 def wait_quiet(page, quiet_s: float, wait_s: float = 15.0) -> float | None:
-    """Milliseconds from the release to the last picture change, once nothing changed for
-    ``quiet_s``; None when the picture never changed within ``wait_s``."""
+    """Milliseconds from the end of the drag to the last picture change, once nothing changed
+    for ``quiet_s``; None when the picture never changed within ``wait_s``.
+
+    The drag ends with one mouse move to the final spot and the release right after it (a few
+    ms later); the slider sends its value on the move (continuous_update) or on the release,
+    so the clock starts at the move, or at the release when no move was seen."""
     deadline = time.monotonic() + wait_s
     while time.monotonic() < deadline:
         w = page.evaluate(WATCH_STATE_JS)
         if w["changes"] and w["now"] - w["changes"][-1]["t"] > quiet_s * 1000:
-            released = w["released"] if w["released"] is not None else w["changes"][0]["t"]
-            return max(0.0, w["changes"][-1]["t"] - released)
+            start = w["moved"] if w["moved"] is not None else w["released"]
+            if start is None:
+                start = w["changes"][0]["t"]
+            return max(0.0, w["changes"][-1]["t"] - start)
         time.sleep(0.05)
     return None
 
@@ -689,7 +719,7 @@ def move_controls(page, walk: Walk, state: dict, live: bool) -> bool:
     return bool(found)
 
 
-def walk(page, folder: Path, n_cells: int, live: bool) -> Walk:
+def walk(page, folder: Path, n_cells: int, live: bool, clock: Clock | None = None) -> Walk:
     """Every slide and fragment from the first to the last (Space): a screenshot, the checks
     above, and the widget controls moved (``live``: the slideshow with a kernel)."""
     result = Walk()
@@ -704,7 +734,11 @@ def walk(page, folder: Path, n_cells: int, live: bool) -> Walk:
         shoot(page, folder, state)
         check_formulas_and_notes(page, result, state, flat)
         check_step(page, result, state)
+        if clock:
+            clock.lap("walk")
         if move_controls(page, result, state, live):
+            if clock:
+                clock.lap("controls")
             time.sleep(0.3)
             check_step(page, result, state, " (after moving its controls)")
             shoot(page, folder, state, "-after-controls")

@@ -141,12 +141,15 @@ def offline(request, new_page, tmp_path_factory):
     deck = request.param
     assert (slides.ROOT / deck.path).exists(), f"{deck.path} is missing"
     tmp_path = tmp_path_factory.mktemp(f"export-{deck.name}")
+    clock = slides.Clock()
     url, nb = export(deck, tmp_path)
+    clock.lap("export")
     record_size(deck, export_size(tmp_path / "html" / f"{deck.name}.slides.html"))
     folder = slides.screenshot_dir(deck, "html")
     with new_page(("file://",)) as page:
         problems = open_export(page, url, nb, deck)
-        walk = slides.walk(page, folder, len(nb["cells"]), live=False)
+        clock.lap("open")
+        walk = slides.walk(page, folder, len(nb["cells"]), live=False, clock=clock)
         problems += walk.problems + slides.check_complete_walk(
             walk.steps, slides.expected_slides(nb)
         )
@@ -157,7 +160,7 @@ def offline(request, new_page, tmp_path_factory):
         if page.page_errors:
             problems.append(f"errors in the page: {page.page_errors[:5]}")
     slides.save_report(folder / "overflow.txt", walk.overflow_report())
-    print(f"\n{deck.name} (offline export) fit:\n{walk.overflow_report()}")
+    print(f"\n{deck.name} (offline export) {clock}; fit:\n{walk.overflow_report()}")
     return deck, walk, problems
 
 

@@ -1,13 +1,16 @@
 """Live widgets for the lecture (ipywidgets): step through decoding, explore QK^T/sqrt(d_k).
 
 * :class:`DecodeStepper`: a trained model decodes a date step by step; the heatmap of
-  alpha_{t,i} fills row by row (pre-rendered frames, so exported slides still step).
+  alpha_{t,i} fills row by row; ``score=`` swaps your own score function in.
 * :class:`ScaledDotExplorer`: QK^T, QK^T/sqrt(d_k) and the softmax as d_k grows.
-* :class:`ScoreLab`: the four score functions on the same s_{t-1} and h_1..h_n.
+* :class:`ScoreLab`: four RNNSearch models trained with the four scores read the same date.
 * :class:`PathLengthExplorer`: path lengths in RNNs, CNNs and self-attention.
 
 Every widget is an ``ipywidgets.VBox`` that displays itself; see each class for the
-attributes that code and tests use.
+attributes that code and tests use.  Each renders its pictures when it is built, one per
+value of its controls, into Stacks that the controls pick in the browser (``jslink``, see
+:mod:`attnlab.widgets._frames`): a control moves the picture without a kernel round trip,
+and in an exported page without any kernel.  Type sizes come from ``attnlab.plots.TYPE``.
 """
 
 from .decode_stepper import DecodeStepper

@@ -23,8 +23,9 @@ import ipywidgets as widgets
 import torch
 
 from attnlab import load
+from attnlab.plots import TYPE
 
-__all__ = ["BaseWidget", "short", "load_model", "one_thread"]
+__all__ = ["BaseWidget", "short", "load_model", "one_thread", "readable"]
 
 #: Longest message shown to a student; longer ones are cut with an ellipsis.
 MAX_MESSAGE = 160
@@ -34,6 +35,11 @@ def short(text: str, limit: int = MAX_MESSAGE) -> str:
     """One line of at most ``limit`` characters."""
     text = " ".join(str(text).split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def readable(inner: str, px: float = TYPE.table) -> str:
+    """HTML at the lecture's table size (a widget's HTML is 13 px by default: too small)."""
+    return f'<div style="font-size:{px:g}px; line-height:1.35">{inner}</div>'
 
 
 def load_model(name: str):
@@ -76,11 +82,8 @@ class BaseWidget(widgets.VBox):
 
     def show_message(self, text: str) -> None:
         self._message = short(text) if text else ""
-        self.message_box.value = (
-            f'<span style="color:#b00020">{html.escape(self._message)}</span>'
-            if self._message
-            else ""
-        )
+        shown = f'<span style="color:#b00020">{html.escape(self._message)}</span>'
+        self.message_box.value = readable(shown) if self._message else ""
 
     def guard(self, action: Callable[[], object]) -> bool:
         """Run ``action``; on bad input show its message instead of raising.

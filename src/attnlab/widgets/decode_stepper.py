@@ -35,7 +35,7 @@ from attnlab.plots import (
     slide_figure,
 )
 
-from ._base import BaseWidget, load_model, one_thread, short
+from ._base import BaseWidget, load_model, one_thread, readable, short
 
 __all__ = ["DecodeStepper", "DecodeFrames", "MODELS", "DEFAULT_DATE", "context_line"]
 
@@ -62,6 +62,11 @@ def context_line(alpha: np.ndarray, source_tokens: list[str], top: int = 3) -> s
     rest = " + …" if len(alpha) > top else ""
     share = float(alpha[order].sum())
     return f"cₜ = {' + '.join(terms)}{rest}   ({100 * share:.0f}% of α)"
+
+
+def _tail(text: str, limit: int) -> str:
+    """The last ``limit`` characters, with an ellipsis in front when cut."""
+    return text if len(text) <= limit else "…" + text[-(limit - 1) :]
 
 
 class DecodeFrames:
@@ -253,7 +258,7 @@ class DecodeStepper(BaseWidget):
         if self.score is not None and not hasattr(model, "score"):
             raise ValueError(f"{name} has no score to replace; choose an RNNSearch model")
         self.model = model
-        self.info.value = f"<small>{html.escape(self._model_description(name))}</small>"
+        self.info.value = readable(html.escape(self._model_description(name)))
 
     def _model_description(self, name: str) -> str:
         label = MODELS.get(name, name)
@@ -324,7 +329,7 @@ class DecodeStepper(BaseWidget):
 
     def _title(self) -> str:
         where = "" if self.head_box.layout.display == "none" else f", {self.head.label}"
-        return short(f"{self.model_chooser.value}{where} reads '{self.text.value}'", 60)
+        return short(f"{self.model_chooser.value}{where} reads '{self.text.value}'", 50)
 
     def _render(self) -> None:
         d = self.decoding
@@ -336,7 +341,8 @@ class DecodeStepper(BaseWidget):
         self.alphas = self._selected_alpha()
         T = len(d)
         captions = [
-            f"t = {t}:  y_t = '{d.output_tokens[t]}'  (p = {d.probs[t]:.2f});  so far '{d.text[: t + 1]}'"
+            f"t = {t}:  y_t = '{d.output_tokens[t]}'  (p = {d.probs[t]:.2f});  "
+            f"so far '{_tail(d.text[: t + 1], 16)}'"
             for t in range(T)
         ]
         self.context_lines = [

@@ -23,7 +23,7 @@ from PIL import Image
 from attnlab import paths
 from attnlab.plots import cache_background, png_bytes, restore_background, slide_figure
 
-from ._base import BaseWidget
+from ._base import BaseWidget, readable
 from ._frames import FrameGrid
 
 __all__ = ["PathLengthExplorer", "N_VALUES", "K_VALUES"]
@@ -167,7 +167,7 @@ class PathLengthExplorer(BaseWidget):
                 f"<td><b>{counted}</b></td><td>{order}: {how if how == str(value) else f'{how} = {value}'}</td></tr>"
             )
         head = "<tr><th>layer type</th><th>layers</th><th>path 1&rarr;n</th><th>Table 1</th></tr>"
-        return (
+        return readable(
             f"<p>n = {n}, k = {k}: edges on the shortest path from input 1 to output n</p>"
             f'<table class="attnlab-table">{head}{"".join(rows)}</table>'
         )

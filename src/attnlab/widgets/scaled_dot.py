@@ -34,7 +34,7 @@ from attnlab.plots import (
     slide_figure,
 )
 
-from ._base import BaseWidget, load_model, one_thread
+from ._base import BaseWidget, load_model, one_thread, readable
 from ._frames import FrameGrid
 
 __all__ = ["ScaledDotExplorer", "DEFAULT_SENTENCE", "D_K", "row_entropy"]
@@ -280,7 +280,7 @@ class ScaledDotExplorer(BaseWidget):
         self.weights = values["weights"]
         self.row_max = self.weights.max(axis=1)
         self.row_entropy = row_entropy(self.weights)
-        self.readout.value = f"<small>{html.escape(summary(values, Q.shape[1]))}</small>"
+        self.readout.value = readable(html.escape(summary(values, Q.shape[1])))
 
     @property
     def heatmap_data(self) -> np.ndarray:

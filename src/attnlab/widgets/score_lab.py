@@ -23,7 +23,7 @@ import numpy as np
 from attnlab.decode import decode
 from attnlab.plots import Heatmap, literal, png_bytes, slide_figure
 
-from ._base import BaseWidget, load_model, one_thread, short
+from ._base import BaseWidget, load_model, one_thread, readable, short
 
 __all__ = ["ScoreLab", "SCORE_MODELS", "FORMULAS", "EXAMPLE_DATES"]
 
@@ -106,7 +106,7 @@ class ScoreLab(BaseWidget):
             heat.image.set_animated(False)  # a still picture per date
             self.panels[name] = heat
             match = exact_match(self.models[name])
-            score = f"exact match {100 * match:.1f}%" if match is not None else "no card"
+            score = f"held-out exact match {100 * match:.1f}%" if match is not None else "no card"
             ax.set_title(f"{literal(name)}: {FORMULAS.get(name, '')}\n{score}",
                          fontsize=self.sizes.label)  # fmt: skip
 
@@ -117,7 +117,7 @@ class ScoreLab(BaseWidget):
     def _render(self, decodings: dict) -> bytes:
         for k, (name, d) in enumerate(decodings.items()):
             heat = self.panels[name]
-            heat.set_labels(d.source_tokens, d.output_tokens)
+            heat.set_labels(d.source_tokens, d.output_tokens, turn=True)  # narrow panels
             heat.set_data(d.alpha[0].mean(axis=0))  # (T, n): RNN models have L = h = 1
             heat.ax.tick_params(labelleft=True)
             if k:  # each model writes its own output down its panel's left side
@@ -168,7 +168,7 @@ class ScoreLab(BaseWidget):
                 f"<tr><td>{html.escape(name)}</td><td>{html.escape(FORMULAS.get(name, ''))}</td>"
                 f"<td>{shown}</td></tr>"
             )
-        return (
+        return readable(
             '<table class="attnlab-table"><tr><th>score</th><th>score(s, h_i)</th>'
             f"<th>held-out exact match</th></tr>{''.join(rows)}</table>"
         )
