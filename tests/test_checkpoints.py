@@ -343,3 +343,13 @@ def test_import_attnlab_is_light():
     code = "import sys, attnlab; assert 'torch' not in sys.modules; print(attnlab.load.__name__)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "load"
+
+
+def test_huge_weights_are_refused_before_being_read_whole(copy_dir):
+    path = copy_dir / card_of(copy_dir)["weights_file"]
+    with path.open("r+b") as f:
+        f.truncate(checkpoints.MAX_WEIGHTS_BYTES + 1000)  # sparse: no disk, no time
+    start = time.perf_counter()
+    with pytest.raises(CheckpointError, match=re.escape(path.name) + ".*larger than"):
+        checkpoints.load("rnnenc-dates", directory=copy_dir)
+    assert time.perf_counter() - start < 2.0

@@ -202,3 +202,15 @@ def test_lecture_draws_without_pyplot():
         for a in n.names
     ]
     assert not [name for name in imported if "pyplot" in name]
+
+
+def test_pictures_are_no_wider_than_the_slides_output_area():
+    model = attnlab.load("transformer-dates")
+    for picture in (
+        lecture.three_attentions(model, "30 June 2001"),
+        lecture.head_grid(model, "3 May 1979"),
+        lecture.positional_encoding_picture(),
+        lecture.causal_demo(),
+    ):
+        fig = picture.fig
+        assert fig.get_figwidth() * fig.dpi <= lecture.MAX_WIDTH_PX, repr(picture)

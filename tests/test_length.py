@@ -7,6 +7,7 @@ import json
 import pytest
 
 import attnlab
+from attnlab.checkpoints import CHECKPOINT_DIR
 from attnlab.experiments import length
 from attnlab.experiments.length import BINS, load_results, measure
 
@@ -82,3 +83,35 @@ def test_the_short_trained_variants_were_trained_on_5_to_30(results):
     for name in ("rnnenc-reverse-30", "rnnsearch-reverse-30"):
         assert runs[name]["train_lengths"] == [5, 30]
         assert runs[name]["steps"] == runs["rnnsearch-reverse"]["steps"]
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--checkpoints", str(CHECKPOINT_DIR)],  # training into the shipped folder
+        ["--eval-only", "--out", str(length.RESULTS_FILE)],  # over the shipped results
+        ["--max-steps", "-5"],
+        ["--out", "\x00"],
+    ],
+)
+def test_replacing_shipped_files_needs_the_flag_and_bad_arguments_are_refused(
+    args, capsys, monkeypatch, tmp_path
+):
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path))
+    monkeypatch.setattr(length, "run", lambda **k: pytest.fail("ran without the flag"))
+    with pytest.raises(SystemExit) as exit:
+        length.main(args)
+    assert exit.value.code == 2
+    errors = [line for line in capsys.readouterr().err.splitlines() if "error:" in line]
+    assert len(errors) == 1
+
+
+def test_without_the_flag_it_trains_into_the_users_folder(monkeypatch, tmp_path):
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path))
+    calls = []
+    monkeypatch.setattr(length, "run", lambda **k: calls.append(k))
+    assert length.main(["--max-steps", "3"]) == 0
+    (call,) = calls
+    assert call["checkpoint_dir"] == tmp_path / "attnlab" / "checkpoints"
+    assert call["out"] == tmp_path / "attnlab" / "results" / "length.json"
+    assert call["max_steps"] == 3 and call["train"]

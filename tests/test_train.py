@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
-from dataclasses import replace
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import pytest
@@ -17,7 +18,8 @@ from attnlab import checkpoints, cli, train
 from attnlab.batches import encode_pairs, evaluate
 from attnlab.cli import main
 from attnlab.data import TASKS, dates
-from attnlab.recipes import TrainConfig, default_configs
+from attnlab.experiments.length import MODELS as LENGTH_MODELS
+from attnlab.recipes import SHIPPED_RECIPES, TrainConfig, default_configs
 from attnlab.train import fit
 
 TINY = TrainConfig(lr=1e-2, max_steps=6, eval_every=3, n_train=300, n_valid=40, batch_size=16)
@@ -58,9 +60,22 @@ def test_fit_is_reproducible_from_its_seed():
     assert any(not torch.equal(x, z) for x, z in zip(a.parameters(), c.parameters(), strict=False))
 
 
-def test_fit_stops_early_at_the_target():
-    _, history = fit("rnnsearch", "dates", config=TINY, target=0.0, progress=False, plot=False)
+def test_fit_stops_early_at_the_target(monkeypatch):
+    monkeypatch.setattr(train, "evaluate", lambda model, pairs: {"exact_match": 0.6})
+    _, history = fit("rnnsearch", "dates", config=TINY, target=0.5, progress=False, plot=False)
     assert history["steps"] == 3 and history["reached"] == 3
+
+
+@pytest.mark.parametrize(
+    "override",
+    [{"max_steps": -5}, {"max_steps": 0}, {"target": 2}, {"target": math.nan}, {"target": 0},
+     {"seed": -1}, {"config": replace(TINY, batch_size=0)}, {"config": replace(TINY, lr=math.nan)}],
+)  # fmt: skip
+def test_fit_refuses_bad_settings_before_training(override, monkeypatch):
+    monkeypatch.setattr(train, "_fit", lambda *a: pytest.fail("trained on bad settings"))
+    with pytest.raises(ValueError) as err:
+        fit("rnnsearch", "dates", **{"config": TINY, **override})
+    assert "\n" not in str(err.value)
 
 
 def test_fit_learns():
@@ -307,3 +322,19 @@ def test_python_m_attnlab_train_refuses_bad_arguments_without_a_traceback():
     )
     assert run.returncode == 2 and "Traceback" not in run.stderr
     assert "--max-steps" in one_line(run.stderr)
+
+
+def test_the_recipes_cover_every_shipped_model_and_match_its_card():
+    assert set(SHIPPED_RECIPES) | set(LENGTH_MODELS) == set(checkpoints.SHIPPED)
+    for name, (kind, task, changes) in SHIPPED_RECIPES.items():
+        card = checkpoints.load_card(name)
+        assert (card["kind"], card["task"]) == (kind, task)
+        assert asdict(replace(default_configs(kind, task)[0], **changes)) == card["config"], name
+
+
+def test_all_trains_every_shipped_dates_recipe(tmp_path, monkeypatch):
+    jobs = []
+    monkeypatch.setattr(cli, "train_and_save", lambda *a, **k: jobs.append((a, k)))
+    assert main(["--all", "--max-steps", "7", "--out", str(tmp_path)]) == 0
+    assert [k["name"] for _, k in jobs] == list(SHIPPED_RECIPES)
+    assert all(k["config"].max_steps == 7 for _, k in jobs)

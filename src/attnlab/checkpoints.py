@@ -72,7 +72,8 @@ __all__ = [
 
 CHECKPOINT_DIR = Path(__file__).resolve().parent / "checkpoints"
 
-#: The models the package ships (``make train`` writes them).
+#: The models the package ships (``make train`` writes the first seven; the four
+#: ``rnnsearch-dates-SCORE`` models, one per score function, are trained by CORE's recipe).
 SHIPPED = (
     "rnnenc-dates",
     "rnnsearch-dates",
@@ -183,7 +184,7 @@ def save(model, name: str, card: dict, directory: Path | str | None = None) -> P
 
 # --------------------------------------------------------------------------- checking a card
 def _fail(path: Path, why: str) -> CheckpointError:
-    return CheckpointError(f"corrupted checkpoint card {path}: {why}")
+    return CheckpointError(f"checkpoint card {path} refused: {why}")
 
 
 def _check_vocab(chars: object, what: str, path: Path) -> None:

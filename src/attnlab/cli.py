@@ -38,6 +38,7 @@ from attnlab.recipes import (
     TrainConfig,
     checkpoint_name,
     default_configs,
+    new_model,
 )
 from attnlab.registry import MODEL_KINDS
 from attnlab.train import fit
@@ -123,13 +124,17 @@ def train_and_save(
     *,
     name: str | None = None,
     config: TrainConfig | None = None,
+    model_changes: dict | None = None,
     progress: bool = True,
 ) -> Path:
-    """Train ``kind`` on ``task`` with its recipe (or ``config``), measure it on fresh
-    examples, and save weights + card as ``name`` in ``out_dir``; returns the weights path."""
+    """Train ``kind`` on ``task`` with its recipe (or ``config``; ``model_changes`` to the
+    recipe's model config), measure it on fresh examples, and save weights + card as
+    ``name`` in ``out_dir``; returns the weights path."""
     model_cfg, train_cfg = default_configs(kind, task)
-    train_cfg = config or train_cfg
-    model, history = fit(kind, task, config=train_cfg, plot=False, progress=progress)
+    model_cfg, train_cfg = replace(model_cfg, **(model_changes or {})), config or train_cfg
+    torch.manual_seed(train_cfg.seed)  # the initial weights, as fit() seeds them
+    model = new_model(kind, task, model_cfg)
+    model, history = fit(model, task, config=train_cfg, plot=False, progress=progress)
     torch.set_num_threads(train_cfg.threads)
     kwargs = train_cfg.task_kwargs(task, "test")
     test_pairs = get_task(task).make(train_cfg.n_test, TEST_SEED_OFFSET + train_cfg.seed, **kwargs)
@@ -193,13 +198,15 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def _jobs(p: argparse.ArgumentParser, args) -> list[tuple[str, str, str]]:
-    """(kind, task, checkpoint name) of each model to train."""
+def _jobs(p: argparse.ArgumentParser, args) -> list[tuple[str, str, str, dict]]:
+    """(kind, task, checkpoint name, model config changes) of each model to train."""
     if args.all == bool(args.model):
         p.error("give --model (and --task), or --all")
     if args.all:
-        return [(kind, task, name) for name, (kind, task) in SHIPPED_RECIPES.items()]
-    return [(args.model, args.task, checkpoint_name(args.model, args.task))]
+        return [
+            (kind, task, name, changes) for name, (kind, task, changes) in SHIPPED_RECIPES.items()
+        ]
+    return [(args.model, args.task, checkpoint_name(args.model, args.task), {})]
 
 
 def _out_dir(args) -> Path:
@@ -228,13 +235,14 @@ def main(argv: list[str] | None = None) -> int:
     jobs = _jobs(p, args)
     try:
         out = _out_dir(args)
-        check_writable(out, [name for _, _, name in jobs])
+        check_writable(out, [job[2] for job in jobs])
     except OutputError as err:
         p.exit(2, f"{PROG}: error: {err}\n")
     print(f"writing checkpoints to {out}", flush=True)
     try:
-        for kind, task, name in jobs:
-            train_and_save(kind, task, out, name=name, config=_config(kind, task, args))
+        for kind, task, name, changes in jobs:
+            cfg = _config(kind, task, args)
+            train_and_save(kind, task, out, name=name, config=cfg, model_changes=changes)
             print(f"  load it with attnlab.load({name!r}, directory={str(out)!r})")
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted; the checkpoints in {out} are whole", file=sys.stderr)

@@ -273,6 +273,12 @@ def plot_timings(timings: dict[str, list[float]]) -> Picture:
 
 
 # --------------------------------------------------------------------------- pictures
+#: The widest a picture is drawn (px at 100 dpi): narrower than the output area of both the
+#: RISE slideshow and the offline export at 1280x720, so it is shown at its own size and
+#: its type at the size :mod:`attnlab.plots` sets.
+MAX_WIDTH_PX = 960
+
+
 def _sizes(width_in: float) -> plots.TypeSizes:
     """The lecture's type sizes for a figure ``width_in`` wide shown at 100 px per inch."""
     return plots.TYPE.at(width_in, 100 * width_in)
@@ -320,7 +326,8 @@ def head_grid(model, text: str) -> Picture:
     result = decode(model, text)
     layers, heads = result.alpha.shape[:2]
     summary = f"cross-attention, {layers} layers x {heads} heads: {text!r} -> {result.text!r}"
-    return Picture(plots.head_grid(result), summary, {"alpha": result.alpha})
+    fig = plots.head_grid(result, shown_width_px=MAX_WIDTH_PX, height_px=450)
+    return Picture(fig, summary, {"alpha": result.alpha})
 
 
 def _mean_heads(w: np.ndarray) -> np.ndarray:
@@ -341,9 +348,9 @@ def three_attentions(model, text: str, layer: int = -1) -> Picture:
         ("masked decoder self", _mean_heads(w["decoder_self"][layer]), out, out),
         ("cross (decoder -> encoder)", _mean_heads(w["cross"][layer]), src, out),
     ]
-    width = 12.0
+    width = MAX_WIDTH_PX / 100
     sizes = _sizes(width)
-    fig = plots.new_figure(width, 4.7, layout="constrained")
+    fig = plots.new_figure(width, 4.4, layout="constrained")
     axes = fig.subplots(1, 3, width_ratios=[len(src), len(out) + 2, len(src) + 3])
     for k, (ax, (title, values, x, y)) in enumerate(zip(axes, panels, strict=True)):
         _heatmap(ax, values, x, y, sizes, title=title, colorbar=k == 2, xlabel="key", ylabel="")
@@ -360,9 +367,9 @@ def positional_encoding_picture(n: int = 40, d: int = 64, at: int = 10) -> Pictu
     """PE (n, d) as a heatmap, and PE[pos] . PE[at] against pos: nearby positions look alike."""
     pe = A.positional_encoding(n, d)  # (n, d)
     similarity = (pe @ pe[at]).numpy()  # PE[pos] . PE[at]: (n,)
-    width = 11.0
+    width = MAX_WIDTH_PX / 100
     sizes = _sizes(width)
-    fig = plots.new_figure(width, 3.5, layout="constrained")
+    fig = plots.new_figure(width, 3.4, layout="constrained")
     left, right = fig.subplots(1, 2, width_ratios=[1.4, 1])
     im = left.imshow(pe.numpy().T, cmap="RdBu_r", vmin=-1, vmax=1, aspect="auto")
     left.set_xlabel("position pos", fontsize=sizes.label)

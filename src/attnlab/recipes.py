@@ -31,12 +31,24 @@ __all__ = [
 #: Seeds of the example sets, offset from the training seed so that they never coincide.
 VALID_SEED_OFFSET, TEST_SEED_OFFSET = 1_000_000, 2_000_000
 
-#: Shipped dates checkpoints -> (kind, task); ``python -m attnlab.train --all`` retrains them
-#: (the length experiment, :mod:`attnlab.experiments.length`, trains the ``reverse`` ones).
-SHIPPED_RECIPES = {
-    "rnnsearch-dates": ("rnnsearch", "dates"),
-    "transformer-dates": ("transformer", "dates"),
-    "rnnenc-dates": ("rnnencdec", "dates"),
+#: Shipped dates checkpoints -> (kind, task, changes to the recipe's model config);
+#: ``python -m attnlab.train --all`` retrains them (the length experiment,
+#: :mod:`attnlab.experiments.length`, trains the ``reverse`` ones).  The four score models
+#: differ from ``rnnsearch-dates`` in their score only (and s_t as wide as h_i, 128, which
+#: the dot scores need).
+SHIPPED_RECIPES: dict[str, tuple[str, str, dict]] = {
+    "rnnsearch-dates": ("rnnsearch", "dates", {}),
+    "transformer-dates": ("transformer", "dates", {}),
+    "rnnenc-dates": ("rnnencdec", "dates", {}),
+    **{
+        f"rnnsearch-dates-{name}": ("rnnsearch", "dates", {"score": score, "dec_hidden": 128})
+        for name, score in (
+            ("dot", "dot"),
+            ("scaled", "scaled_dot"),
+            ("general", "general"),
+            ("additive", "additive"),
+        )
+    },
 }
 
 
@@ -63,6 +75,25 @@ class TrainConfig:
     bucket: bool = False  # draw each batch among examples of similar length (less padding)
     train_length: list[int] = field(default_factory=lambda: [5, 60])  # reverse: lengths lo..hi
     test_length: list[int] = field(default_factory=lambda: [5, 60])  # reverse: held-out lengths
+
+    def check(self) -> TrainConfig:
+        """ValueError unless every count is a whole number >= 1 (``warmup`` >= 0), the seed
+        in 0..2**32-1, ``lr`` positive and ``target`` None or in (0, 1]; returns self."""
+        counts = ("batch_size", "max_steps", "eval_every", "threads", "n_train", "n_valid")
+        for key in (*counts, "n_test", "warmup", "seed"):
+            value, least = getattr(self, key), 0 if key in ("warmup", "seed") else 1
+            if type(value) is not int or value < least:
+                raise ValueError(
+                    f"TrainConfig.{key} must be a whole number >= {least}; got {value!r}"
+                )
+        if not 0 <= self.seed < 2**32:
+            raise ValueError(f"TrainConfig.seed must be in 0..2**32-1; got {self.seed!r}")
+        t = self.target
+        if t is not None and not (type(t) in (int, float) and 0 < t <= 1):  # nan fails too
+            raise ValueError(f"TrainConfig.target must be None or in (0, 1]; got {t!r}")
+        if not (type(self.lr) in (int, float) and 0 < self.lr < 1e3):
+            raise ValueError(f"TrainConfig.lr must be a positive number; got {self.lr!r}")
+        return self
 
     def task_kwargs(self, task: str, split: str) -> dict:
         if task != "reverse":
@@ -112,6 +143,6 @@ def new_model(kind: str, task: str | Task, config: object | None = None) -> Seq2
 def checkpoint_name(kind: str, task: str) -> str:
     """The file name a (kind, task) is saved under: the shipped name, else ``KIND-TASK``."""
     for name, recipe in SHIPPED_RECIPES.items():
-        if recipe == (kind, task):
+        if recipe == (kind, task, {}):
             return name
     return f"{kind}-{task}"

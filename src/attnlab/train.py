@@ -60,7 +60,7 @@ def fit(
     config = config or default_configs(kind, t.name)[1]
     target = target if target is not None else target_accuracy
     overrides = {"target": target, "max_steps": max_steps, "seed": seed}
-    config = replace(config, **{k: v for k, v in overrides.items() if v is not None})
+    config = replace(config, **{k: v for k, v in overrides.items() if v is not None}).check()
     threads = torch.get_num_threads()
     torch.set_num_threads(config.threads)
     try:

@@ -31,6 +31,7 @@ import pytest
 import slides
 
 EXPORT_TIMEOUT_S = 900
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 IMAGE_COUNT_JS = "() => document.querySelectorAll('.reveal .slides img').length"
 # Widget views still waiting for the renderer (their <script> has no drawn view beside it).
@@ -73,7 +74,8 @@ def export(deck: slides.Deck, tmp_path) -> tuple[str, dict]:
         text=True,
         timeout=EXPORT_TIMEOUT_S,
     )
-    assert done.returncode == 0, f"export failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    plain = ANSI.sub("", f"{done.stdout[-3000:]}\n{done.stderr[-3000:]}")  # no terminal colours
+    assert done.returncode == 0, f"export failed:\n{plain}"
     target = tmp_path / "html" / f"{deck.name}.slides.html"
     assert target.exists(), done.stdout
     return target.as_uri(), deck.notebook()

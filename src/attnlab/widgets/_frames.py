@@ -37,9 +37,17 @@ class FrameGrid:
         leaf: Callable[[], widgets.Widget] | None = None,
     ):
         self.sizes = tuple(sizes)
-        self._leaf = leaf or (
-            lambda: widgets.Image(format="png", layout={"width": f"{width_px}px"})
-        )
+        # one Layout (and Style) shared by every frame and Stack: an exported page stores
+        # each model once, and hundreds of copies of the same layout were a third of it
+        self._layout = widgets.Layout(width=f"{width_px}px") if width_px else widgets.Layout()
+        self._stack_layout = widgets.Layout()
+        if leaf is None:
+            self._leaf = lambda: widgets.Image(format="png", layout=self._layout)
+        elif leaf is widgets.HTML:
+            style = widgets.HTML().style  # HTMLStyle is not exported by ipywidgets 8.1
+            self._leaf = lambda: widgets.HTML(layout=self._layout, style=style)
+        else:
+            self._leaf = leaf
         self.controls = list(controls)
         self.links: list = []
         self._images: dict[tuple[int, ...], widgets.Widget] = {}
@@ -51,7 +59,7 @@ class FrameGrid:
             self._images[prefix] = self._leaf()
             return self._images[prefix]
         children = [self._build((*prefix, i)) for i in range(self.sizes[level])]
-        stack = widgets.Stack(children, selected_index=0)
+        stack = widgets.Stack(children, selected_index=0, layout=self._stack_layout)
         control, trait = self.controls[level]
         self.links.append(widgets.jslink((control, trait), (stack, "selected_index")))
         return stack

@@ -207,6 +207,7 @@ class DecodeStepper(BaseWidget):
         self.play_button = PlayButton(value=0, min=0, max=0, interval=600, description="Play")
         self.slider = widgets.IntSlider(value=0, min=0, max=0, description="step t")
         self.frames = widgets.Stack([], selected_index=None)
+        self._frame_layout = widgets.Layout(width=f"{WIDTH_PX}px")  # one for every frame
         self.info = widgets.HTML()
         # In the browser the slider picks the frame: no kernel needed (exported HTML too).
         self.links = [
@@ -363,7 +364,7 @@ class DecodeStepper(BaseWidget):
         """One Image per step in the Stack; the slider keeps its step where it can."""
         images = list(self.frames.children)
         while len(images) < len(pictures):
-            images.append(widgets.Image(format="png", layout={"width": f"{WIDTH_PX}px"}))
+            images.append(widgets.Image(format="png", layout=self._frame_layout))
         for image, picture in zip(images, pictures, strict=False):
             image.value = picture
         last = len(pictures) - 1

@@ -79,6 +79,7 @@ class ScoreLab(BaseWidget):
         self.text = widgets.Text(description="your date", continuous_update=False,
                                  placeholder="e.g. 24 Dec 1999, then Enter")  # fmt: skip
         self.frames = widgets.Stack([], selected_index=None)
+        self._frame_layout = widgets.Layout(width=f"{WIDTH_PX}px")  # one for every frame
         self.readout = widgets.HTML(self._readout_html())
         self.links = [widgets.jslink((self.date, "index"), (self.frames, "selected_index"))]
         for text in dates:
@@ -129,7 +130,7 @@ class ScoreLab(BaseWidget):
         decodings = self._decode_all(text)
         self._decoded[text] = decodings
         picture = self._render(decodings)
-        image = widgets.Image(value=picture, format="png", layout={"width": f"{WIDTH_PX}px"})
+        image = widgets.Image(value=picture, format="png", layout=self._frame_layout)
         self.frames.children = (*self.frames.children, image)
 
     def _typed(self) -> None:
