@@ -70,7 +70,7 @@ def verdict(ms: float | None) -> str:
 def print_latency(entry: dict) -> None:
     print(f"slider latency in the RISE slideshow (measured {entry['measured_at']}):")
     print(f"  {entry['what']}; target: median <= {TARGET_MS:.0f} ms")
-    for widget, figures in sorted(entry["widgets"].items()):
+    for widget, figures in entry["widgets"].items():  # in the order of the slides
         median = figures["median_ms"]
         shown = f"{median:7.1f} ms" if median is not None else "      -   "
         print(f"  {widget[:40]:40s} {shown}   {verdict(median)}")

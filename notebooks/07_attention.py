@@ -173,14 +173,14 @@ alpha.detach().round(decimals=2)
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Four scores, one attention
 #
-# Dot $s^\top h$, scaled dot $s^\top h/\sqrt{d}$, general $s^\top W_a h$, additive
-# $v^\top\tanh(W s + U h)$: one trained RNNSearch per score, the same softmax.
+# $s^\top h$, $s^\top h/\sqrt{d}$, $s^\top W_a h$, $v^\top\tanh(W s + U h)$: one trained model each.
 
 # %%
 widgets.ScoreLab()
 
 # %% [markdown] slideshow={"slide_type": "notes"}
-# All four are interchangeable: same inputs, a score per (query, key) pair, same softmax. Each
+# Dot, scaled dot, general and additive (Bahdanau's) scores, one RNNSearch trained on dates with
+# each, all through the same softmax. All four are interchangeable: same inputs, a score per (query, key) pair, same softmax. Each
 # panel is a trained model's alpha on the same date, with its held-out exact match. The additive
 # one is a small neural network; dot products are cheaper and what the Transformer uses.
 
@@ -237,15 +237,14 @@ lecture.alignment_failure(attnlab.load("rnnsearch-reverse-30"), length=45, seed=
 # widgets.DecodeStepper("rnnsearch-reverse-30", text=...) with the digits of the picture.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
-# ### Watch the decoder attend
-#
-# Row $t$ of the heatmap is $\alpha_{t,1..n}$: the weights on the source while writing output $t$.
+# ### Watch the decoder attend: row $t$ is $\alpha_{t,1..n}$
 
 # %%
 widgets.DecodeStepper()  # the shipped rnnsearch-dates; the Transformer in the model chooser
 
 # %% [markdown] slideshow={"slide_type": "notes"}
-# Ask the audience for a date, type it, then step through the decoding. Try "3 May 1979",
+# Row t of the heatmap is alpha_{t,1..n}: the weights the decoder gives the source characters
+# while writing output character t. Ask the audience for a date, type it, then step through. Try "3 May 1979",
 # "tuesday december 31 2099", "01/02/1903". Point out: the year digits
 # attend to the year, the month digits to the month name, the attention of the bi-GRU often
 # sits one character off (its neighbours' states already carry the symbol).
@@ -413,8 +412,7 @@ assert torch.allclose(out, lib_out) and torch.allclose(weights, lib_weights)
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Why divide by $\sqrt{d_k}$?
 #
-# For random $q, k$ with unit-variance entries, $q^\top k$ has variance $d_k$: unscaled, the
-# softmax saturates as $d_k$ grows.
+# $q^\top k$ has variance $d_k$ (unit-variance entries): unscaled, the softmax saturates.
 
 # %%
 widgets.ScaledDotExplorer()
