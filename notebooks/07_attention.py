@@ -188,17 +188,14 @@ widgets.ScoreLab()
 # ### Edit me: your score inside a trained model
 
 # %%
-def my_score(query, keys):  # s_{t-1}: (B, 1, d), h_i: (B, n, d) -> scores (B, 1, n)
-    return query @ keys.transpose(-2, -1)  # the dot score s_{t-1}^T h_i  <- edit this line
-
-# %%
-widgets.DecodeStepper("rnnsearch-dates-dot", score=my_score)  # trained with the dot score
+# s = s_{t-1}: (B, 1, d), h = h_1..h_n: (B, n, d) -> the dot score s^T h_i: (B, 1, n). Edit it:
+widgets.DecodeStepper("rnnsearch-dates-dot", score=lambda s, h: s @ h.transpose(-2, -1))
 
 # %% [markdown] slideshow={"slide_type": "notes"}
-# Edit the marked line, Shift+Enter on both cells, then step through the decoding. The model
+# Edit the lambda, Shift+Enter, then step through the decoding. The model
 # (rnnsearch-dates-dot, trained with the dot score) keeps its trained weights; only the score
 # is ours. Ask the room first: will the date survive? Good edits to try:
-# `/ 8` (softer attention, usually still right: the trained scores are large), `-query @ ...`
+# `/ 8` (softer attention, usually still right: the trained scores are large), `-s @ ...`
 # (the decoder looks at the least similar character: the date falls apart), zeros (uniform
 # alpha: it guesses from the average of all characters), or a typo (the error appears in the
 # widget, the lecture goes on).
@@ -591,8 +588,10 @@ lecture.model_table()
 
 # %% [markdown] slideshow={"slide_type": "notes"}
 # Same task, same data, the three designs of this lecture, read from each checkpoint's card
-# (what our training script measured). Attention wins on accuracy at equal budget; the
-# Transformer has more parameters and trains longer on a CPU, but in parallel.
+# (what our training script measured). With attention, RNNSearch reaches 99.95% exact match
+# after 100 steps; the fixed-vector RNNEncDec stops at its 200-step limit at about 91%. The
+# Transformer needs more parameters and more steps (800) at this size. The seconds are
+# wall-clock times of the training runs on a shared machine: compare the steps.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## References

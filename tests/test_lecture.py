@@ -61,7 +61,7 @@ def test_model_table_reads_accuracy_and_parameters_from_the_cards():
     table = lecture.model_table(["rnnsearch-dates", "transformer-dates"])
     for row in table.rows:
         card = json.loads((CHECKPOINT_DIR / f"{row[0]}.json").read_text())
-        assert row[1] == f"{100 * card['heldout_accuracy']:.1f}%"
+        assert row[1] == f"{100 * card['heldout_accuracy']:.2f}%"
         assert row[2] == f"{card['parameters']:,}"
 
 
