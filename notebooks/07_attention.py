@@ -172,15 +172,13 @@ alpha.detach().round(decimals=2)
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Four scores, one attention
-#
-# $s^\top h$, $s^\top h/\sqrt{d}$, $s^\top W_a h$, $v^\top\tanh(W s + U h)$: one trained model each.
 
 # %%
 widgets.ScoreLab()
 
 # %% [markdown] slideshow={"slide_type": "notes"}
-# Dot, scaled dot, general and additive (Bahdanau's) scores, one RNNSearch trained on dates with
-# each, all through the same softmax. All four are interchangeable: same inputs, a score per (query, key) pair, same softmax. Each
+# Dot s^T h, scaled dot s^T h / sqrt(d), general s^T W_a h and additive v^T tanh(W s + U h)
+# (Bahdanau's): one RNNSearch trained on dates with each, all through the same softmax. All four are interchangeable: same inputs, a score per (query, key) pair, same softmax. Each
 # panel is a trained model's alpha on the same date, with its held-out exact match. The additive
 # one is a small neural network; dot products are cheaper and what the Transformer uses.
 
@@ -231,7 +229,8 @@ lecture.alignment_failure(attnlab.load("rnnsearch-reverse-30"), length=45, seed=
 # one source digit per output, as on the strings it was trained on. Past about 30 outputs, a
 # length it has never written, it moves faster than one digit per step, skips digits and
 # stops early (40 digits out for 45 in). To step through it live, run
-# widgets.DecodeStepper("rnnsearch-reverse-30", text=...) with the digits of the picture.
+# widgets.DecodeStepper("rnnsearch-reverse-30", text="865230001869569765592860385077810805024440010")
+# (the 45 digits of the picture).
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ### Watch the decoder attend: row $t$ is $\alpha_{t,1..n}$
@@ -408,14 +407,14 @@ assert torch.allclose(out, lib_out) and torch.allclose(weights, lib_weights)
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Why divide by $\sqrt{d_k}$?
-#
-# $q^\top k$ has variance $d_k$ (unit-variance entries): unscaled, the softmax saturates.
 
 # %%
 widgets.ScaledDotExplorer()
 
 # %% [markdown] slideshow={"slide_type": "notes"}
-# Slide d_k with and without the scaling (one weight near 1 means tiny gradients). Press the
+# For random q, k with unit-variance entries, q^T k has variance d_k: unscaled, the scores grow
+# with d_k and the softmax saturates (one weight near 1, tiny gradients). Slide d_k with and
+# without the scaling. Press the
 # preset (unscaled, d_k = 512): the largest weight per row goes to 1 and the entropy
 # to 0: the softmax is saturated and its gradient vanishes. Tick the scaling again: the rows
 # stay soft. The causal-mask toggle zeroes the upper triangle.

@@ -51,7 +51,7 @@ MODELS = {
 }
 DEFAULT_DATE = "3 May 1979"
 MEAN = -1  # the "head" that averages the heads
-WIDTH_PX, HEIGHT_PX = 600, 430  # the picture, shown at this size
+WIDTH_PX, HEIGHT_PX = 600, 400  # the picture, shown at this size
 
 
 def context_line(alpha: np.ndarray, source_tokens: list[str], top: int = 3) -> str:
@@ -82,7 +82,7 @@ class DecodeFrames:
         # fixed margins in px (a layout engine per new date costs more than the frames):
         # y labels on the left, title and caption on top, x labels and the c_t line below
         W, H = WIDTH_PX, HEIGHT_PX
-        self.fig.subplots_adjust(left=62 / W, right=1 - 40 / W, top=1 - 62 / H, bottom=92 / H)
+        self.fig.subplots_adjust(left=62 / W, right=1 - 40 / W, top=1 - 58 / H, bottom=86 / H)
         ax = self.fig.add_subplot()
         self.heatmap = Heatmap(ax, "", sizes=self.sizes)
         text = {"fontsize": self.sizes.caption, "animated": True}
@@ -208,7 +208,7 @@ class DecodeStepper(BaseWidget):
         self.slider = widgets.IntSlider(value=0, min=0, max=0, description="step t")
         self.frames = widgets.Stack([], selected_index=None)
         self._frame_layout = widgets.Layout(width=f"{WIDTH_PX}px")  # one for every frame
-        self.info = widgets.HTML()
+        self.info = widgets.HTML(layout={"width": "360px", "margin": "40px 0 0 16px"})
         # In the browser the slider picks the frame: no kernel needed (exported HTML too).
         self.links = [
             widgets.jslink((self.play_button, "value"), (self.slider, "value")),
@@ -226,8 +226,8 @@ class DecodeStepper(BaseWidget):
                 ]
             ),
             self.message_box,
-            self.frames,
-            self.info,
+            # the model's description beside the picture, not under it: the slide is wide
+            widgets.HBox([self.frames, self.info], layout={"align_items": "flex-start"}),
         ]
         self.back_button.on_click(lambda _: self.move(-1))
         self.step_button.on_click(lambda _: self.move(+1))

@@ -48,7 +48,7 @@ D_K = (1, 4, 16, 64, 256, 512)
 #: Scores are drawn on a fixed colour range [-SCORE_RANGE, SCORE_RANGE]: large unscaled
 #: scores saturate the colours just as they saturate the softmax.
 SCORE_RANGE = 6.0
-WIDTH_PX, HEIGHT_PX = 1000, 440
+WIDTH_PX, HEIGHT_PX = 1000, 420
 RANDOM_NOTE = "random mode: q_t and k_i are random N(0, 1) vectors; the words only label them"
 
 
@@ -104,7 +104,8 @@ class ScaledDotExplorer(BaseWidget):
     * ``scaled``, ``causal`` (bool), ``tokens``; ``Q``, ``K``: the (n, d_k) arrays in use;
     * ``scores`` = QK^T, ``scaled_scores`` = QK^T/sqrt(d_k) (masked cells NaN), ``weights``
       = the softmax shown (also ``heatmap_data``), ``row_max`` and ``row_entropy`` (m,);
-    * ``readout`` (HTML, the same line as in the picture), ``frames`` (the FrameGrid),
+    * ``readout`` (HTML, the line drawn into the picture, as text; not displayed: the slide
+      has no room for it twice), ``frames`` (the FrameGrid),
       ``image`` (the Image now shown), ``message`` ('' when all is well).
     """
 
@@ -141,8 +142,7 @@ class ScaledDotExplorer(BaseWidget):
             widgets.HBox([self.d_k_slider, self.scale_toggle, self.mask_toggle]),
             self.trained_box,
             self.message_box,
-            self.frames,
-            self.readout,
+            self.frames,  # its numbers are drawn into the picture (readout: the same as text)
         ]
         for control in (self.d_k_slider, self.scale_toggle, self.mask_toggle):
             control.observe(self._on_change, names="value")
@@ -159,7 +159,7 @@ class ScaledDotExplorer(BaseWidget):
     def _build_figure(self) -> None:
         self.fig, sizes = slide_figure(WIDTH_PX, HEIGHT_PX, layout=None)
         W, H = WIDTH_PX, HEIGHT_PX
-        self.fig.subplots_adjust(left=90 / W, right=1 - 40 / W, top=1 - 36 / H, bottom=170 / H,
+        self.fig.subplots_adjust(left=104 / W, right=1 - 40 / W, top=1 - 34 / H, bottom=152 / H,
                                  wspace=0.25)  # fmt: skip
         axes = self.fig.subplots(1, 3)
         labels = {"xlabel": "keys k_i", "sizes": sizes}
@@ -177,7 +177,7 @@ class ScaledDotExplorer(BaseWidget):
             0.5, 1.0, "", transform=axes[2].transAxes, ha="center", va="bottom",
             fontsize=sizes.title, animated=True,
         )  # fmt: skip
-        self.caption = self.fig.text(8 / W, 32 / H, "", fontsize=sizes.caption, animated=True)
+        self.caption = self.fig.text(8 / W, 30 / H, "", fontsize=sizes.caption, animated=True)
         self.note = self.fig.text(8 / W, 8 / H, "", fontsize=sizes.caption, color="0.3")
         self._layout: tuple = ()
 

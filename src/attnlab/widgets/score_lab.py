@@ -63,7 +63,8 @@ class ScoreLab(BaseWidget):
       date, decoded on Enter and added to ``date``);
     * ``models`` (name -> model), ``decodings``: name -> the Decoding of the date shown;
       ``alphas``: name -> (T, n), ``translations``: name -> the output;
-    * ``readout`` (HTML table: score, formula, held-out exact match), ``frames`` (Stack, one
+    * ``readout`` (HTML table: score, formula, held-out exact match; not displayed: the
+      panel titles show the same, and the slide has no room for both), ``frames`` (Stack, one
       Image per date, linked to ``date`` in the browser), ``image``, ``message``.
     """
 
@@ -88,8 +89,7 @@ class ScoreLab(BaseWidget):
         self.children = [
             widgets.HBox([self.date, self.text]),
             self.message_box,
-            self.frames,
-            self.readout,
+            self.frames,  # the panel titles carry the formula and exact match (= readout)
         ]
         self.date.observe(lambda _: self.guard(self._show), names="value")
         self.text.observe(lambda _: self.guard(self._typed), names="value")
