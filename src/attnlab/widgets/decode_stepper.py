@@ -195,15 +195,15 @@ class DecodeStepper(BaseWidget):
         if name not in dict((v, k) for k, v in options):
             options.append((name, name))
         self.model_chooser = widgets.Dropdown(
-            options=options, value=name, description="model", layout={"width": "300px"}
+            options=options, value=name, description="model", layout={"width": "340px"}
         )
         self.head = widgets.Dropdown(options=[("", (0, 0))], description="attention")
         self.head_box = widgets.HBox([self.head], layout={"display": "none"})
         shown = text if isinstance(text, str) else ""  # not text: the box starts empty
         self.text = widgets.Text(value=shown, description="date", continuous_update=False)
-        self.back_button = widgets.Button(description="◀ Back", layout={"width": "80px"})
-        self.step_button = widgets.Button(description="Step ▶", layout={"width": "80px"})
-        self.reset_button = widgets.Button(description="Reset", layout={"width": "70px"})
+        self.back_button = widgets.Button(description="◀ Back", layout={"width": "100px"})
+        self.step_button = widgets.Button(description="Step ▶", layout={"width": "100px"})
+        self.reset_button = widgets.Button(description="Reset", layout={"width": "90px"})
         self.play_button = PlayButton(value=0, min=0, max=0, interval=600, description="Play")
         self.slider = widgets.IntSlider(value=0, min=0, max=0, description="step t")
         self.frames = widgets.Stack([], selected_index=None)

@@ -17,7 +17,6 @@ exported page without a kernel; in a kernel an update only recomputes the number
 
 from __future__ import annotations
 
-import html
 import math
 
 import ipywidgets as widgets
@@ -34,7 +33,7 @@ from attnlab.plots import (
     slide_figure,
 )
 
-from ._base import BaseWidget, load_model, one_thread, readable
+from ._base import BaseWidget, load_model, one_thread
 from ._frames import FrameGrid
 
 __all__ = ["ScaledDotExplorer", "DEFAULT_SENTENCE", "D_K", "row_entropy"]
@@ -104,8 +103,8 @@ class ScaledDotExplorer(BaseWidget):
     * ``scaled``, ``causal`` (bool), ``tokens``; ``Q``, ``K``: the (n, d_k) arrays in use;
     * ``scores`` = QK^T, ``scaled_scores`` = QK^T/sqrt(d_k) (masked cells NaN), ``weights``
       = the softmax shown (also ``heatmap_data``), ``row_max`` and ``row_entropy`` (m,);
-    * ``readout`` (HTML, the line drawn into the picture, as text; not displayed: the slide
-      has no room for it twice), ``frames`` (the FrameGrid),
+    * ``readout`` (str: the line of numbers drawn into the picture for the current
+      controls), ``frames`` (the FrameGrid),
       ``image`` (the Image now shown), ``message`` ('' when all is well).
     """
 
@@ -124,17 +123,19 @@ class ScaledDotExplorer(BaseWidget):
         self._Q_all = gen.standard_normal((n, max_d_k))  # q_t, entries ~ N(0, 1): (n, 512)
         self._K_all = gen.standard_normal((n, max_d_k))  # k_i: (n, 512)
         self._trained: tuple | None = None  # (Q, K, tokens) of the trained head in use
-        self.mode = widgets.ToggleButtons(options=[RANDOM, TRAINED], value=RANDOM)
+        self.mode = widgets.ToggleButtons(  # wide enough for the export's larger type
+            options=[RANDOM, TRAINED], value=RANDOM, style={"button_width": "200px"}
+        )
         d_ks = [d for d in D_K if d <= max_d_k]
         self.d_k_slider = widgets.SelectionSlider(options=d_ks, value=4, description="d_k")
         self.scale_toggle = widgets.ToggleButtons(options=[SCALED, UNSCALED], value=SCALED)
         self.mask_toggle = widgets.ToggleButtons(options=[NO_MASK, CAUSAL], value=NO_MASK)
         self.preset = widgets.Button(description="the slide's point: d_k = 512, unscaled",
-                                     layout={"width": "300px"})  # fmt: skip
+                                     layout={"width": "390px"})  # fmt: skip
         self.text = widgets.Text(value="3 May 1979", description="date", continuous_update=False)
         self.head = widgets.Dropdown(options=[("layer 1, head 1", (0, 0))], description="head")
         self.trained_box = widgets.HBox([self.text, self.head], layout={"display": "none"})
-        self.readout = widgets.HTML()
+        self.readout = ""
         self._build_figure()
         self._build_frames(len(d_ks))
         self.children = [
@@ -142,7 +143,7 @@ class ScaledDotExplorer(BaseWidget):
             widgets.HBox([self.d_k_slider, self.scale_toggle, self.mask_toggle]),
             self.trained_box,
             self.message_box,
-            self.frames,  # its numbers are drawn into the picture (readout: the same as text)
+            self.frames,  # its numbers are drawn into the picture: no lagging readout
         ]
         for control in (self.d_k_slider, self.scale_toggle, self.mask_toggle):
             control.observe(self._on_change, names="value")
@@ -280,7 +281,7 @@ class ScaledDotExplorer(BaseWidget):
         self.weights = values["weights"]
         self.row_max = self.weights.max(axis=1)
         self.row_entropy = row_entropy(self.weights)
-        self.readout.value = readable(html.escape(summary(values, Q.shape[1])))
+        self.readout = summary(values, Q.shape[1])
 
     @property
     def heatmap_data(self) -> np.ndarray:

@@ -15,15 +15,13 @@ exported page without a kernel) or type your own (decoded by the kernel).
 
 from __future__ import annotations
 
-import html
-
 import ipywidgets as widgets
 import numpy as np
 
 from attnlab.decode import decode
 from attnlab.plots import Heatmap, literal, png_bytes, slide_figure
 
-from ._base import BaseWidget, load_model, one_thread, readable, short
+from ._base import BaseWidget, load_model, one_thread, short
 
 __all__ = ["ScoreLab", "SCORE_MODELS", "FORMULAS", "EXAMPLE_DATES"]
 
@@ -63,8 +61,7 @@ class ScoreLab(BaseWidget):
       date, decoded on Enter and added to ``date``);
     * ``models`` (name -> model), ``decodings``: name -> the Decoding of the date shown;
       ``alphas``: name -> (T, n), ``translations``: name -> the output;
-    * ``readout`` (HTML table: score, formula, held-out exact match; not displayed: the
-      panel titles show the same, and the slide has no room for both), ``frames`` (Stack, one
+    * ``frames`` (Stack, one
       Image per date, linked to ``date`` in the browser), ``image``, ``message``.
     """
 
@@ -81,7 +78,6 @@ class ScoreLab(BaseWidget):
                                  placeholder="e.g. 24 Dec 1999, then Enter")  # fmt: skip
         self.frames = widgets.Stack([], selected_index=None)
         self._frame_layout = widgets.Layout(width=f"{WIDTH_PX}px")  # one for every frame
-        self.readout = widgets.HTML(self._readout_html())
         self.links = [widgets.jslink((self.date, "index"), (self.frames, "selected_index"))]
         for text in dates:
             self.guard(lambda text=text: self._add(text))
@@ -89,7 +85,7 @@ class ScoreLab(BaseWidget):
         self.children = [
             widgets.HBox([self.date, self.text]),
             self.message_box,
-            self.frames,  # the panel titles carry the formula and exact match (= readout)
+            self.frames,  # the panel titles carry each score's formula and exact match
         ]
         self.date.observe(lambda _: self.guard(self._show), names="value")
         self.text.observe(lambda _: self.guard(self._typed), names="value")
@@ -159,20 +155,6 @@ class ScoreLab(BaseWidget):
     @property
     def image(self) -> widgets.Image:
         return self.frames.children[self.date.index]
-
-    def _readout_html(self) -> str:
-        rows = []
-        for name, model in self.models.items():
-            match = exact_match(model)
-            shown = f"{100 * match:.1f}%" if match is not None else "n/a"
-            rows.append(
-                f"<tr><td>{html.escape(name)}</td><td>{html.escape(FORMULAS.get(name, ''))}</td>"
-                f"<td>{shown}</td></tr>"
-            )
-        return readable(
-            '<table class="attnlab-table"><tr><th>score</th><th>score(s, h_i)</th>'
-            f"<th>held-out exact match</th></tr>{''.join(rows)}</table>"
-        )
 
     def describe(self) -> str:
         return f"ScoreLab: {', '.join(self.models)} on {short(str(self.date.value), 40)!r}"
