@@ -61,8 +61,7 @@ def main() -> None:
 
     print(f"\n{'checkpoint':<20} {'KB':>6} {'load ms (median of 5)':>22}")
     for name in SHIPPED:
-        path = CHECKPOINT_DIR / f"{name}.json"
-        if not path.exists():
+        if not (CHECKPOINT_DIR / f"{name}.json").exists():
             print(f"{name:<20} missing")
             continue
         times = []
@@ -71,9 +70,9 @@ def main() -> None:
             attnlab.load(name)
             times.append(time.perf_counter() - start)
         ms = statistics.median(times) * 1000
-        path = weights_path(name)
-        flag = "ok" if ms <= 300 and path.stat().st_size <= 1_000_000 else "MISSED"
-        print(f"{name:<20} {path.stat().st_size / 1000:>6.0f} {ms:>22.1f} {flag}")
+        size = weights_path(name).stat().st_size
+        flag = "ok" if ms <= 300 and size <= 1_000_000 else "MISSED"
+        print(f"{name:<20} {size / 1000:>6.0f} {ms:>22.1f} {flag}")
 
 
 if __name__ == "__main__":

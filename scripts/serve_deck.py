@@ -55,13 +55,13 @@ def jupyter_command(port: int) -> list[str]:
 
 def wait_for_server(proc: subprocess.Popen, runtime: Path) -> dict | None:
     """Jupyter's server info (port, url, ...) once it listens; None if it exits first."""
+    path = runtime / f"jpserver-{proc.pid}.json"
     deadline = time.monotonic() + START_SECONDS
     while time.monotonic() < deadline and proc.poll() is None:
-        for path in runtime.glob(f"jpserver-{proc.pid}.json"):
-            try:
-                return json.loads(path.read_text())
-            except ValueError:
-                pass  # being written
+        try:
+            return json.loads(path.read_text())
+        except (FileNotFoundError, ValueError):
+            pass  # not written yet, or being written
         time.sleep(0.1)
     return None
 

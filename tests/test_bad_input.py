@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 import attnlab
-from attnlab import checkpoints, cli
+from attnlab import checkpoints
 from attnlab.checkpoints import CHECKPOINT_DIR, CheckpointError
 from attnlab.data import InvalidInput
 from attnlab.decode import steps
@@ -174,30 +174,8 @@ def test_load_damaged_weights(tmp_path, weights):
 
 
 # --------------------------------------------------------------------------- the training CLI
-ARGS = {
-    "negative steps": ["--max-steps", "-5"],
-    "nan target": ["--target", "nan"],
-    "target 2": ["--target", "2"],
-    "huge seed": ["--seed", str(10**30)],
-    "unicode steps": ["--max-steps", "３.５"],
-    "empty": ["--max-steps", ""],
-    "control characters": ["--out", "\x00"],
-    "mathtext model": ["--model", "$x$"],
-    "html task": ["--task", "<b>"],
-    "a million layers of nonsense": ["--n-train", str(10**6 + 1)],
-}
-
-
-@pytest.mark.parametrize("args", ARGS.values(), ids=ARGS.keys())
-def test_training_cli(args, capsys, monkeypatch, tmp_path):
-    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path))
-    monkeypatch.setattr(cli, "fit", lambda *a, **k: pytest.fail("trained on bad arguments"))
-    argv = args if "--model" in args else ["--model", "rnnsearch", *args]
-    with pytest.raises(SystemExit) as exit:
-        cli.main(argv)
-    assert exit.value.code == 2
-    errors = [line for line in capsys.readouterr().err.splitlines() if "error:" in line]
-    assert len(errors) == 1
+# Its bad arguments (typed, unicode, control characters, markup) are tests/test_train.py's
+# BAD_ARGS: each must be refused before training with one error line naming the option.
 
 
 # --------------------------------------------------------------------------- widgets

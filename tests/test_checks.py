@@ -687,6 +687,17 @@ def test_in_model_masked_softmax_runs_in_both_models_or_the_one_named():
         checks.in_model("positional_encoding", pe_ok)
 
 
+def breaks_inside_a_model(name):
+    """The reference on the small hidden examples; raises on a model's batch of dates."""
+
+    def fn(*args, **kwargs):
+        if args[0].shape[0] == checks.IN_MODEL_DATES:
+            raise ZeroDivisionError("boom")
+        return checks.reference(name)(*args, **kwargs)
+
+    return fn
+
+
 def test_in_model_puts_the_library_back_even_after_an_error():
     from attnlab import attention
 
@@ -704,7 +715,9 @@ def test_in_model_puts_the_library_back_even_after_an_error():
     assert result.category == "exception" and "ZeroDivisionError: boom" in result.message
     assert "inside `rnnsearch-dates`" in result.message.lower()
     for name in ("additive_score", "masked_softmax", "scaled_dot_product_attention"):
-        checks.in_model(name, raises_value_error)
+        result = checks.in_model(name, breaks_inside_a_model(name))  # swapped in, then raises
+        assert result.category == "exception" and "ZeroDivisionError: boom" in result.message
+        assert "inside `" in result.message.lower(), result.message
     assert attention.masked_softmax is softmax and attention.scaled_dot_product_attention is sdpa
     assert model.score is score and model.step == step
 

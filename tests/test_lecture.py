@@ -65,9 +65,8 @@ def test_model_table_reads_accuracy_and_parameters_from_the_cards():
         assert row[2] == f"{card['parameters']:,}"
 
 
-def test_the_cards_parameter_counts_are_the_models():
-    model = attnlab.load("transformer-dates")
-    assert model.card["parameters"] == lecture.count_parameters(model)
+def test_the_cards_parameter_counts_are_the_models(transformer):
+    assert transformer.card["parameters"] == lecture.count_parameters(transformer)
 
 
 def test_model_table_names_an_unknown_model():
@@ -94,6 +93,22 @@ def test_mark_wrong_counts_wrong_and_missing_digits():
 
 
 # ----------------------------------------------------------------------------- pictures
+@pytest.fixture(scope="module")
+def transformer():
+    return attnlab.load("transformer-dates")
+
+
+@pytest.fixture(scope="module")
+def heads(transformer):
+    """head_grid renders when built (seconds): built once for the tests that look at it."""
+    return lecture.head_grid(transformer, "3 May 1979")
+
+
+@pytest.fixture(scope="module")
+def three(transformer):
+    return lecture.three_attentions(transformer, "30 June 2001")
+
+
 def _png(picture) -> bytes:
     data = picture._repr_png_()
     assert data[:8] == b"\x89PNG\r\n\x1a\n"
@@ -135,18 +150,15 @@ def test_causal_demo_with_a_broken_mask_says_why_in_one_line(mask, says):
     assert "\n" not in repr(message)
 
 
-def test_head_grid_shows_the_decodings_cross_attention():
-    model = attnlab.load("transformer-dates")
-    picture = lecture.head_grid(model, "3 May 1979")
-    expected = decode(model, "3 May 1979").alpha
-    np.testing.assert_allclose(picture.data["alpha"], expected)
-    assert "'1979-05-03'" in repr(picture)
+def test_head_grid_shows_the_decodings_cross_attention(transformer, heads):
+    expected = decode(transformer, "3 May 1979").alpha
+    np.testing.assert_allclose(heads.data["alpha"], expected)
+    assert "'1979-05-03'" in repr(heads)
 
 
-def test_three_attentions_have_the_causal_triangle_and_rows_summing_to_one():
-    model = attnlab.load("transformer-dates")
-    picture = lecture.three_attentions(model, "30 June 2001")
-    weights = model.attention_weights("30 June 2001")
+def test_three_attentions_have_the_causal_triangle_and_rows_summing_to_one(transformer, three):
+    picture = three
+    weights = transformer.attention_weights("30 June 2001")
     encoder, decoder, cross = picture.data.values()
     np.testing.assert_allclose(encoder, weights["encoder_self"][-1].mean(0), rtol=1e-6)
     assert np.all(np.triu(decoder, k=1) == 0)  # masked: no weight on later outputs
@@ -204,11 +216,10 @@ def test_lecture_draws_without_pyplot():
     assert not [name for name in imported if "pyplot" in name]
 
 
-def test_pictures_are_no_wider_than_the_slides_output_area():
-    model = attnlab.load("transformer-dates")
+def test_pictures_are_no_wider_than_the_slides_output_area(three, heads):
     for picture in (
-        lecture.three_attentions(model, "30 June 2001"),
-        lecture.head_grid(model, "3 May 1979"),
+        three,
+        heads,
         lecture.positional_encoding_picture(),
         lecture.causal_demo(),
     ):

@@ -101,8 +101,12 @@ def _check_mask(mask: Tensor, target: tuple[int, ...]) -> None:
         )
 
 
-def _check_sizes(tensors: dict[str, Tensor], dims: tuple[int | None, ...], same_dim: bool) -> None:
-    """(query, keys[, values]): at least 2-D, the expected last dims, one n, batches broadcast."""
+def _check_sizes(
+    tensors: dict[str, Tensor], dims: tuple[int | None, ...], same_dim: bool
+) -> torch.Size:
+    """(query, keys[, values]): at least 2-D, the expected last dims, one n, batches broadcast.
+
+    Returns the broadcast batch shape."""
     xs = list(tensors.values())
     if any(x.dim() < 2 for x in xs):
         raise ValueError(
@@ -118,7 +122,7 @@ def _check_sizes(tensors: dict[str, Tensor], dims: tuple[int | None, ...], same_
     if len(xs) == 3 and xs[1].shape[-2] != xs[2].shape[-2]:
         raise ValueError(f"keys and values need the same length n; got {_shapes(tensors)}")
     try:
-        torch.broadcast_shapes(*(x.shape[:-2] for x in xs))
+        return torch.broadcast_shapes(*(x.shape[:-2] for x in xs))
     except RuntimeError:
         raise ValueError(f"batch dimensions do not broadcast: {_shapes(tensors)}") from None
 
@@ -145,8 +149,7 @@ def check_inputs(
             raise ValueError(f"scores must have at least one dimension; got {_shapes(tensors)}")
         target = _shape(xs[0])
     else:
-        _check_sizes(tensors, dims, same_dim)
-        batch = torch.broadcast_shapes(*(x.shape[:-2] for x in xs))
+        batch = _check_sizes(tensors, dims, same_dim)
         target = (*batch, xs[0].shape[-2], xs[1].shape[-2])
     if mask is not None:
         _check_mask(mask, target)

@@ -196,13 +196,14 @@ def _check_vocab(chars: object, what: str, path: Path) -> None:
         raise _fail(path, f"{what} repeats a character")
 
 
-def _check_value(key: str, value: object, kind: object, path: Path) -> None:
-    if kind is bool or kind == "bool":
+def _check_value(key: str, value: object, kind: type, path: Path) -> None:
+    # ``kind``: the field's resolved type hint (typing.get_type_hints), bool, int, float or str
+    if kind is bool:
         ok = isinstance(value, bool)
-    elif kind is int or kind == "int":
+    elif kind is int:
         lo, hi = INT_BOUNDS.get(key, SIZE_BOUNDS)
         ok = type(value) is int and lo <= value <= hi
-    elif kind is float or kind == "float":
+    elif kind is float:
         ok = type(value) in (int, float) and math.isfinite(value) and 0 <= value <= 1e6
     else:  # str: a name, one of a known set (RNNSearch's score)
         ok = isinstance(value, str) and value in STR_CHOICES.get(key, (value,)) and len(value) <= 64
@@ -295,11 +296,10 @@ def _card_path(name: str | Path, directory: Path | str | None) -> Path:
     p = Path(name)
     if isinstance(name, Path) or p.suffix in (".json", ".safetensors") or len(p.parts) > 1:
         return p.parent / f"{p.name.split('.')[0]}.json"
-    if name not in available(directory):
+    names = available(directory)
+    if name not in names:
         shown = name if len(name) <= 40 else name[:40] + "..."
-        raise ValueError(
-            f"unknown model {shown!r}; choose one of {', '.join(available(directory))}"
-        )
+        raise ValueError(f"unknown model {shown!r}; choose one of {', '.join(names)}")
     return _folder(directory) / f"{name}.json"
 
 

@@ -1391,8 +1391,7 @@ QUESTIONS: dict[str, _Question] = {
 }
 
 
-def _answer_body(name: str, answer: object, measured: dict) -> str:
-    question = QUESTIONS[name]
+def _answer_body(question: _Question, answer: object, measured: dict) -> str:
     missing = [key for key in question.measured if key not in measured]
     if missing:
         raise _Failure(
@@ -1409,12 +1408,16 @@ def _answer_body(name: str, answer: object, measured: dict) -> str:
     return f"{answer!r} is right."
 
 
+def _question(question: str) -> _Question:
+    if question not in QUESTIONS:
+        raise ValueError(f"unknown question {question!r}; the questions are {', '.join(QUESTIONS)}")
+    return QUESTIONS[question]
+
+
 def right_answer(question: str, **measured: object) -> object:
     """The computed right answer of ``question`` (``measured``: as for :func:`check_answer`);
     "either" where the measurement cannot tell two answers apart."""
-    if question not in QUESTIONS:
-        raise ValueError(f"unknown question {question!r}; the questions are {', '.join(QUESTIONS)}")
-    return QUESTIONS[question].right(**measured)
+    return _question(question).right(**measured)
 
 
 def check_answer(question: str, answer: object, **measured: object) -> CheckResult:
@@ -1423,9 +1426,8 @@ def check_answer(question: str, answer: object, **measured: object) -> CheckResu
     ``measured``: what the question's answer is computed from (the experiment's histories).
     In solutions mode the computed answer is checked instead of ``answer``.
     """
-    if question not in QUESTIONS:
-        raise ValueError(f"unknown question {question!r}; the questions are {', '.join(QUESTIONS)}")
-    return _run(question, lambda: None, lambda _: _answer_body(question, answer, measured))
+    asked = _question(question)
+    return _run(question, lambda: None, lambda _: _answer_body(asked, answer, measured))
 
 
 # --------------------------------------------------------------------------- summary

@@ -25,6 +25,8 @@ from pathlib import Path
 
 import nbformat
 
+from attnlab.checkpoints import write_atomic
+
 __all__ = ["NOTEBOOK", "ASSIGNMENT", "source_notebook", "write_source", "main"]
 
 #: The student version, as committed.
@@ -87,9 +89,7 @@ def write_source(
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / notebook.name
     nb = source_notebook(nbformat.read(notebook, as_version=4))
-    tmp = path.with_suffix(".tmp")
-    nbformat.write(nb, tmp)
-    tmp.replace(path)  # atomically: a reader never sees half a notebook
+    write_atomic(path, nbformat.writes(nb) + "\n")  # a reader never sees half a notebook
     return path
 
 

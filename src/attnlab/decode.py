@@ -249,9 +249,9 @@ def _extend(
     # The best k continuations, best first; a stable sort breaks ties like argmax does.
     values, indices = torch.sort(total, descending=True, stable=True)
     values, indices = values[:k], indices[:k]
-    indices = indices[values.isfinite()]  # never a masked (special) token
+    finite = values.isfinite()  # never a masked (special) token
     live = []
-    for score, i in zip(total[indices].tolist(), indices.tolist(), strict=True):
+    for score, i in zip(values[finite].tolist(), indices[finite].tolist(), strict=True):
         b, tok = divmod(i, V)
         if tok == eos:
             finished.append((score, beams.seqs[b]))

@@ -279,20 +279,6 @@ def plot_timings(timings: dict[str, list[float]]) -> Picture:
 MAX_WIDTH_PX = 960
 
 
-def _sizes(width_in: float) -> plots.TypeSizes:
-    """The lecture's type sizes for a figure ``width_in`` wide shown at 100 px per inch."""
-    return plots.TYPE.at(width_in, 100 * width_in)
-
-
-def _heatmap(ax, values, x_labels, y_labels, sizes, **kwargs) -> plots.Heatmap:
-    """A still heatmap in [0, 1], labels at the lecture's type size (thinned, never shrunk)."""
-    heat = plots.Heatmap(ax, sizes=sizes, **kwargs)
-    heat.set_labels(x_labels, y_labels)
-    heat.image.set_animated(False)  # a still picture: drawn with the rest
-    heat.set_data(values)
-    return heat
-
-
 def causal_demo(mask: torch.Tensor | None = None, n: int = 6, d_k: int = 8, seed: int = 0):
     """Masked self-attention on random Q, K, V with ``mask`` (default ``causal_mask(n)``).
 
@@ -348,12 +334,12 @@ def three_attentions(model, text: str, layer: int = -1) -> Picture:
         ("masked decoder self", _mean_heads(w["decoder_self"][layer]), out, out),
         ("cross (decoder -> encoder)", _mean_heads(w["cross"][layer]), src, out),
     ]
-    width = MAX_WIDTH_PX / 100
-    sizes = _sizes(width)
-    fig = plots.new_figure(width, 4.4, layout="constrained")
+    fig, sizes = plots.slide_figure(MAX_WIDTH_PX, 440)
     axes = fig.subplots(1, 3, width_ratios=[len(src), len(out) + 2, len(src) + 3])
     for k, (ax, (title, values, x, y)) in enumerate(zip(axes, panels, strict=True)):
-        _heatmap(ax, values, x, y, sizes, title=title, colorbar=k == 2, xlabel="key", ylabel="")
+        plots.still_heatmap(
+            ax, values, x, y, title=title, colorbar=k == 2, xlabel="key", ylabel="", sizes=sizes
+        )
     axes[0].set_ylabel("query", fontsize=sizes.label)
     nlayers = w["encoder_self"].shape[0]
     summary = (
@@ -367,9 +353,7 @@ def positional_encoding_picture(n: int = 40, d: int = 64, at: int = 10) -> Pictu
     """PE (n, d) as a heatmap, and PE[pos] . PE[at] against pos: nearby positions look alike."""
     pe = A.positional_encoding(n, d)  # (n, d)
     similarity = (pe @ pe[at]).numpy()  # PE[pos] . PE[at]: (n,)
-    width = MAX_WIDTH_PX / 100
-    sizes = _sizes(width)
-    fig = plots.new_figure(width, 3.4, layout="constrained")
+    fig, sizes = plots.slide_figure(MAX_WIDTH_PX, 340)
     left, right = fig.subplots(1, 2, width_ratios=[1.4, 1])
     im = left.imshow(pe.numpy().T, cmap="RdBu_r", vmin=-1, vmax=1, aspect="auto")
     left.set_xlabel("position pos", fontsize=sizes.label)
@@ -409,12 +393,12 @@ def alignment_failure(model, length: int = 45, seed: int = 0) -> Picture:
     alpha = result.alpha.reshape(-1, *result.alpha.shape[-2:]).mean(axis=0)  # (T, n)
     wrong = _first_wrong(result.text, digits[::-1])
     T, n = alpha.shape
-    width = 7.6
-    sizes = _sizes(width)
-    fig = plots.new_figure(width, 4.6, layout="constrained")
+    fig, sizes = plots.slide_figure(760, 460)
     ax = fig.add_subplot()
     x, y = [str(i) for i in range(1, n + 1)], [str(t) for t in range(1, T + 1)]  # 1-based
-    _heatmap(ax, alpha, x, y, sizes, xlabel="source position i", ylabel="output step t")
+    plots.still_heatmap(
+        ax, alpha, x, y, xlabel="source position i", ylabel="output step t", sizes=sizes
+    )
     ax.plot([length - 1 - t for t in range(length)], range(length), ":", color="white", lw=2)
     if wrong is not None:
         ax.axhline(wrong - 0.5, color="red", lw=2)  # above the first wrong row

@@ -183,8 +183,5 @@ def complexity(kind: str, n: int, k: int) -> tuple[str, int, str]:
     if kind == "cnn":
         return "O(n/k)", -(-n // k), "⌈n/k⌉"
     if kind == "dilated_cnn":
-        layers, seen = 0, 1
-        while seen < n:  # k^L >= n
-            layers, seen = layers + 1, seen * k
-        return "O(log_k n)", layers, "⌈log_k n⌉"
+        return "O(log_k n)", num_layers(kind, n, k), "⌈log_k n⌉"  # the smallest L, k^L >= n
     return "O(1)", 1, "1"

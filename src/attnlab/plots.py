@@ -45,7 +45,6 @@ __all__ = [
     "TYPE",
     "points",
     "shown_px",
-    "rc",
     "literal",
     "text_sizes",
     "smallest_text",
@@ -55,6 +54,7 @@ __all__ = [
     "cache_background",
     "restore_background",
     "Heatmap",
+    "still_heatmap",
     "length_curves",
     "length_figure",
     "timings",
@@ -108,19 +108,6 @@ def points(px: float, fig_width_in: float, shown_width_px: float) -> float:
 def shown_px(pt: float, fig_width_in: float, shown_width_px: float) -> float:
     """How many px tall a font of ``pt`` points is when the figure is shown that wide."""
     return pt * shown_width_px / (72.0 * fig_width_in)
-
-
-def rc(sizes: TypeSizes) -> dict:
-    """rcParams for ``matplotlib.rc_context`` from sizes in points (``TYPE.at(...)``)."""
-    return {
-        "font.size": sizes.label,
-        "axes.titlesize": sizes.title,
-        "axes.labelsize": sizes.label,
-        "xtick.labelsize": sizes.tick,
-        "ytick.labelsize": sizes.tick,
-        "legend.fontsize": sizes.label,
-        "figure.titlesize": sizes.title,
-    }
 
 
 def literal(text: object) -> str:
@@ -419,6 +406,18 @@ class Heatmap:
                 self.ax.draw_artist(self._row_texts[r])
 
 
+def still_heatmap(ax, values, x_labels, y_labels, turn: bool | None = None, **kwargs) -> Heatmap:
+    """A :class:`Heatmap` drawn with the rest of its figure (not blitted): a still picture.
+
+    ``kwargs`` go to :class:`Heatmap` (title, sizes, cmap, ...), ``turn`` to ``set_labels``.
+    """
+    heat = Heatmap(ax, **kwargs)
+    heat.set_labels(x_labels, y_labels, turn=turn)
+    heat.image.set_animated(False)  # a still picture: drawn with the rest
+    heat.set_data(values)
+    return heat
+
+
 # --------------------------------------------------------------------------- experiment curves
 def length_curves(results: dict, metric: str = "exact_match", ax=None, sizes=None):
     """Accuracy against input-length bin, one line per model (Bahdanau et al. 2014, Fig. 2).
@@ -579,16 +578,21 @@ def head_grid(
     """
     alpha = np.asarray(decoding.alpha, dtype=float)  # (L, h, T, n)
     L, H = alpha.shape[:2]
-    width = shown_width_px / 100
-    sizes = TYPE.at(width, shown_width_px)
-    fig = new_figure(width, height_px / 100, layout="constrained")
+    fig, sizes = slide_figure(shown_width_px, height_px)
     axes = fig.subplots(L, H, squeeze=False, sharex=True, sharey=True)
     for i in range(L):
         for j in range(H):
-            heat = Heatmap(axes[i, j], colorbar=False, xlabel="", ylabel="", sizes=sizes)
-            heat.set_labels(decoding.source_tokens, decoding.output_tokens, turn=True)
-            heat.image.set_animated(False)  # a still picture: drawn with the rest
-            heat.set_data(alpha[i, j])
+            still_heatmap(
+                axes[i, j],
+                alpha[i, j],
+                decoding.source_tokens,
+                decoding.output_tokens,
+                turn=True,
+                colorbar=False,
+                xlabel="",
+                ylabel="",
+                sizes=sizes,
+            )
             axes[i, j].set_title(f"layer {i + 1}, head {j + 1}", fontsize=sizes.label)
             axes[i, j].tick_params(labelbottom=i == L - 1, labelleft=j == 0)
     if title is None:
@@ -612,18 +616,18 @@ def mask_and_weights(mask, weights, shown_width_px: float = 900) -> Figure:
         (weights, "viridis", "softmax(QKᵀ/√d_k), masked"),
     )
     for ax, (values, cmap, name) in zip(axes, panels, strict=True):
-        heat = Heatmap(
+        still_heatmap(
             ax,
-            name,
+            values * (0.7 if cmap == "Greys" else 1.0),
+            positions,
+            positions,
+            title=name,
             cmap=cmap,
             colorbar=cmap == "viridis",
             sizes=sizes,
             xlabel="key position",
             ylabel="query position",
         )
-        heat.set_labels(positions, positions)
-        heat.image.set_animated(False)
-        heat.set_data(values * (0.7 if cmap == "Greys" else 1.0))
     return fig
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 
 from attnlab.data import Task, get_task
 from attnlab.models import Seq2SeqModel
-from attnlab.registry import MODEL_KINDS, build_model
+from attnlab.registry import build_model, check_kind
 from attnlab.seq2seq import RNNConfig
 from attnlab.transformer import TransformerConfig
 
@@ -101,14 +101,9 @@ class TrainConfig:
         return {"length": tuple(self.train_length if split == "train" else self.test_length)}
 
 
-def _check_kind(kind: str) -> None:
-    if kind not in MODEL_KINDS:
-        raise ValueError(f"unknown model kind {kind!r}; choose one of {', '.join(MODEL_KINDS)}")
-
-
 def default_configs(kind: str, task: str) -> tuple[object, TrainConfig]:
     """The model config and training config the shipped models use."""
-    _check_kind(kind)
+    check_kind(kind)
     t = get_task(task)
     lens = {"max_src_len": t.max_src_len, "max_tgt_len": t.max_tgt_len}
     if kind == "rnnsearch":
@@ -134,7 +129,7 @@ def default_configs(kind: str, task: str) -> tuple[object, TrainConfig]:
 
 def new_model(kind: str, task: str | Task, config: object | None = None) -> Seq2SeqModel:
     """A fresh, untrained model of ``kind`` for ``task`` (default: the shipped recipe's sizes)."""
-    _check_kind(kind)
+    check_kind(kind)
     t = get_task(task) if isinstance(task, str) else task
     config = config if config is not None else default_configs(kind, t.name)[0]
     return build_model(kind, t.src_vocab, t.tgt_vocab, config)

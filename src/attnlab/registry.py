@@ -19,7 +19,7 @@ from attnlab.models import Seq2SeqModel
 from attnlab.seq2seq import RNNConfig, RNNEncDec, RNNSearch
 from attnlab.transformer import Transformer, TransformerConfig
 
-__all__ = ["ModelKind", "MODEL_KINDS", "build_model"]
+__all__ = ["ModelKind", "MODEL_KINDS", "build_model", "check_kind"]
 
 
 @dataclass(frozen=True)
@@ -41,6 +41,13 @@ MODEL_KINDS: dict[str, ModelKind] = {
 }
 
 
+def check_kind(kind: str) -> ModelKind:
+    """The :class:`ModelKind` called ``kind``; ValueError naming the known kinds if none is."""
+    if kind not in MODEL_KINDS:
+        raise ValueError(f"unknown model kind {kind!r}; choose one of {', '.join(MODEL_KINDS)}")
+    return MODEL_KINDS[kind]
+
+
 def build_model(
     kind: str, src_vocab: Vocab, tgt_vocab: Vocab, config: object | None = None
 ) -> Seq2SeqModel:
@@ -49,9 +56,7 @@ def build_model(
     ``config`` is the kind's config dataclass, a dict of its fields, or None (the class's
     defaults).  An unknown kind or a config of the wrong type raises ValueError.
     """
-    if kind not in MODEL_KINDS:
-        raise ValueError(f"unknown model kind {kind!r}; choose one of {', '.join(MODEL_KINDS)}")
-    entry = MODEL_KINDS[kind]
+    entry = check_kind(kind)
     if isinstance(config, dict):
         try:
             config = entry.config_class(**config)

@@ -89,18 +89,18 @@ class RNNEncDec(_RecurrentSeq2Seq):
         _, h_n = _encode(self.encoder, self.src_emb(src), src_len)  # h_n: (1, B, H)
         c = h_n[0]  # the fixed-length vector: (B, H)
         s = torch.tanh(self.init_state(c))  # s_0: (B, S)
-        return {"s": s, "c": c, "src_len": src_len}
+        # All the decoder sees is the final state: a one-hot on the last source position,
+        # the same at every step.
+        n = int(src_len.max())
+        alpha = nn.functional.one_hot(src_len - 1, n).float()[:, None, None, :]  # (B, 1, 1, n)
+        return {"s": s, "c": c, "alpha": alpha}
 
     def step(self, state: State, y_prev: Tensor) -> StepOutput:
-        c, src_len = state["c"], state["src_len"]
+        c = state["c"]
         y = self.tgt_emb(y_prev)  # (B, E)
         s = self.decoder(torch.cat([y, c], dim=-1), state["s"])  # s_t: (B, S)
         logits = self.out(torch.cat([s, c, y], dim=-1))  # (B, V)
-        # All the decoder sees is the final state: a one-hot on the last source position.
-        n = int(src_len.max())
-        alpha = nn.functional.one_hot(src_len - 1, n).float()  # (B, n)
-        state = {"s": s, "c": c, "src_len": src_len}
-        return StepOutput(logits, alpha[:, None, None, :], None, state)  # alpha: (B, 1, 1, n)
+        return StepOutput(logits, state["alpha"], None, {**state, "s": s})
 
 
 class RNNSearch(_RecurrentSeq2Seq):

@@ -29,7 +29,7 @@ from torch import Tensor, nn
 
 from attnlab.attention import MultiHeadAttention, causal_mask, padding_mask, positional_encoding
 from attnlab.data import EOS, Vocab
-from attnlab.decode import greedy
+from attnlab.decode import _evaluating, greedy
 from attnlab.models import Seq2SeqModel, State, StepOutput
 
 __all__ = ["TransformerConfig", "Transformer", "EncoderLayer", "DecoderLayer"]
@@ -161,7 +161,6 @@ class Transformer(Seq2SeqModel):
         alpha = torch.stack([w[:, :, -1, :] for w in cross], dim=1)  # (B, L, h, n) at step t
         return StepOutput(logits[:, -1], alpha, None, {**state, "prefix": prefix})
 
-    # ---------------------------------------------------------------- for the widgets
     def alignments(
         self, src: Tensor, src_len: Tensor, tgt_in: Tensor
     ) -> tuple[Tensor, Tensor, None]:
@@ -170,7 +169,6 @@ class Transformer(Seq2SeqModel):
         return logits, weights["cross"], None
 
     # ---------------------------------------------------------------- for the widgets
-    @torch.no_grad()
     def attention_weights(self, text: str) -> dict:
         """Every attention weight for ``text`` and the model's greedy output.
 
@@ -180,19 +178,16 @@ class Transformer(Seq2SeqModel):
         """
         prepared = self.prepare(text)  # the one check of the text
         src = self.source_ids(prepared)  # (1, n)
-        ids = greedy(self, src)[0]  # the output, without <eos>
-        tgt_in = torch.tensor([[self.tgt_vocab.sos, *ids]])  # (1, T): the last step writes <eos>
-        was_training = self.training
-        self.eval()
-        _, weights = self(src, torch.tensor([src.shape[1]]), tgt_in, return_weights=True)
-        self.train(was_training)
+        with _evaluating(self):
+            ids = greedy(self, src)[0]  # the output, without <eos>
+            tgt_in = torch.tensor([[self.tgt_vocab.sos, *ids]])  # (1, T): the last writes <eos>
+            _, weights = self(src, torch.tensor([src.shape[1]]), tgt_in, return_weights=True)
         return {
             **{key: w[0].numpy() for key, w in weights.items()},  # drop the batch axis
             "source_tokens": [*prepared, EOS],
             "output_tokens": [*(self.tgt_vocab.itos[i] for i in ids), EOS],
         }
 
-    @torch.no_grad()
     def encoder_qk(self, text: str, layer: int, head: int) -> tuple[np.ndarray, np.ndarray]:
         """Q and K (each (n_src, d_k), numpy) of encoder self-attention ``layer``, ``head``.
 
@@ -204,16 +199,14 @@ class Transformer(Seq2SeqModel):
             raise ValueError(f"layer must be an int in 0..{L - 1}; got {layer!r}")
         if not (isinstance(head, int) and 0 <= head < h):
             raise ValueError(f"head must be an int in 0..{h - 1}; got {head!r}")
-        was_training = self.training
-        self.eval()
         src = self.encode_source(text)  # (1, n)
         src_mask = padding_mask(torch.tensor([src.shape[1]]), src.shape[1])[:, None, :]
-        x = self._embed(self.src_emb, src)
-        for lay in self.encoder_layers[:layer]:
-            x, _ = lay(x, src_mask)
-        attn = self.encoder_layers[layer].self_attn
-        z = self.encoder_layers[layer].ln1(x)  # the input of that attention: (1, n, d)
-        Q = attn._split_heads(attn.W_q(z))[0, head]  # Q = z W^Q_head: (n, d_k)
-        K = attn._split_heads(attn.W_k(z))[0, head]  # K = z W^K_head: (n, d_k)
-        self.train(was_training)
+        with _evaluating(self):
+            x = self._embed(self.src_emb, src)
+            for lay in self.encoder_layers[:layer]:
+                x, _ = lay(x, src_mask)
+            attn = self.encoder_layers[layer].self_attn
+            z = self.encoder_layers[layer].ln1(x)  # the input of that attention: (1, n, d)
+            Q = attn._split_heads(attn.W_q(z))[0, head]  # Q = z W^Q_head: (n, d_k)
+            K = attn._split_heads(attn.W_k(z))[0, head]  # K = z W^K_head: (n, d_k)
         return Q.numpy().copy(), K.numpy().copy()

@@ -28,6 +28,8 @@ from pathlib import Path
 
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
+from attnlab.checkpoints import write_atomic
+
 ROOT = Path(__file__).resolve().parents[2]
 DECK = "notebooks/07_attention.ipynb"
 FIXTURE = "tests/e2e/fixtures/mini_deck.ipynb"
@@ -852,9 +854,7 @@ def control_problems(result: Walk, deck: Deck, live: bool) -> list[str]:
 
 def save_report(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
+    write_atomic(path, text)  # a reader (the benchmark) never sees half a report
 
 
 def screenshot_dir(deck: Deck, kind: str) -> Path:

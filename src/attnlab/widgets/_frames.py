@@ -83,7 +83,3 @@ class FrameGrid:
         node.selected_index = index[0]
         for child in node.children:
             self._select(child, index[1:])
-
-    def nbytes(self) -> int:
-        """Total size of the frames held (what an exported page embeds, before base64)."""
-        return sum(len(leaf.value) for leaf in self._images.values())

@@ -192,7 +192,7 @@ class DecodeStepper(BaseWidget):
         self._renderer = DecodeFrames()
         options = [(label, key) for key, label in MODELS.items()]
         options += [(key, key) for key in self._models if key not in MODELS]
-        if name not in dict((v, k) for k, v in options):
+        if name not in {key for _, key in options}:
             options.append((name, name))
         self.model_chooser = widgets.Dropdown(
             options=options, value=name, description="model", layout={"width": "340px"}
@@ -234,7 +234,7 @@ class DecodeStepper(BaseWidget):
         self.reset_button.on_click(lambda _: self.reset())
         self.text.observe(lambda _: self.guard(self.decode), names="value")
         self.model_chooser.observe(self._on_model, names="value")
-        self.head.observe(lambda _: self.guard(self._render), names="value")
+        self.head.observe(self._on_head, names="value")
         self._name: str | None = None  # the model whose decoding is shown
         if self.guard(lambda: self._use_model(name)) and self.guard(self.decode):
             self._name = name
@@ -294,15 +294,18 @@ class DecodeStepper(BaseWidget):
         L, H = decoding.alpha.shape[:2]
         options = [("", (0, 0))]
         if L * H > 1:  # several layers and heads: choose one (the last layer by default)
-            options = [(f"layer {i + 1}, head {j + 1}", (i, j)) for i in range(L) for j in range(H)]
-            options = options[(L - 1) * H :] + [(f"layer {L}, mean of heads", (L - 1, MEAN))]
-            options += [
-                (f"layer {i + 1}, head {j + 1}", (i, j)) for i in range(L - 1) for j in range(H)
-            ]
+            heads = [(f"layer {i + 1}, head {j + 1}", (i, j)) for i in range(L) for j in range(H)]
+            last = (L - 1) * H  # the last layer's heads, their mean, then the earlier layers
+            options = [*heads[last:], (f"layer {L}, mean of heads", (L - 1, MEAN)), *heads[:last]]
         if [v for _, v in self.head.options] != [v for _, v in options]:
-            self.head.options = options  # selects the first: renders once (observer)
+            self.head.unobserve(self._on_head, names="value")  # rendered once, below
+            self.head.options = options  # selects the first
+            self.head.observe(self._on_head, names="value")
         self.head_box.layout.display = None if L * H > 1 else "none"
         self._render()
+
+    def _on_head(self, change=None) -> None:
+        self.guard(self._render)
 
     def _decode(self, text: str) -> Decoding:
         if self.score is None:

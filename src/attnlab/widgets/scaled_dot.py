@@ -123,6 +123,7 @@ class ScaledDotExplorer(BaseWidget):
         self._Q_all = gen.standard_normal((n, max_d_k))  # q_t, entries ~ N(0, 1): (n, 512)
         self._K_all = gen.standard_normal((n, max_d_k))  # k_i: (n, 512)
         self._trained: tuple | None = None  # (Q, K, tokens) of the trained head in use
+        self._trained_key: tuple | None = None  # (date, head) they were computed for
         self.mode = widgets.ToggleButtons(  # wide enough for the export's larger type
             options=[RANDOM, TRAINED], value=RANDOM, style={"button_width": "200px"}
         )
@@ -259,13 +260,16 @@ class ScaledDotExplorer(BaseWidget):
         return self._model
 
     def _load_trained(self) -> None:
-        """Q, K of the chosen encoder head on the typed date; its four frames."""
+        """Q, K of the chosen encoder head on the typed date; its four frames (once each)."""
         model = self.model
+        key = (self.text.value, self.head.value)
+        if key == self._trained_key:  # drawn already (at start-up, for the exported page)
+            return
         tokens = model.source_tokens(self.text.value)  # raises InvalidInput on bad text
         layer, head = self.head.value
         with one_thread():
             Q, K = model.encoder_qk(self.text.value, layer, head)
-        self._trained = (Q, K, tokens)
+        self._trained, self._trained_key = (Q, K, tokens), key
         self._render_trained()
 
     def update(self) -> None:

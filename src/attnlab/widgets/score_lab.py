@@ -71,7 +71,6 @@ class ScoreLab(BaseWidget):
         self.models = {name: load_model(m) if isinstance(m, str) else m for name, m in refs.items()}
         self.fig, self.sizes = slide_figure(WIDTH_PX, HEIGHT_PX, layout=None)
         self._draw_axes()
-        self._pictures: dict[str, bytes] = {}
         self._decoded: dict[str, dict] = {}
         self.date = widgets.Dropdown(options=list(dates), description="date")
         self.text = widgets.Text(description="your date", continuous_update=False,
@@ -112,13 +111,10 @@ class ScoreLab(BaseWidget):
             return {name: decode(model, text) for name, model in self.models.items()}
 
     def _render(self, decodings: dict) -> bytes:
-        for k, (name, d) in enumerate(decodings.items()):
+        for name, d in decodings.items():  # each model writes its own output down its left side
             heat = self.panels[name]
             heat.set_labels(d.source_tokens, d.output_tokens, turn=True)  # narrow panels
             heat.set_data(d.alpha[0].mean(axis=0))  # (T, n): RNN models have L = h = 1
-            heat.ax.tick_params(labelleft=True)
-            if k:  # each model writes its own output down its panel's left side
-                heat.ax.set_ylabel("")
         return png_bytes(self.fig, draw=True, palette=True)
 
     def _add(self, text: str) -> None:
