@@ -1,0 +1,231 @@
+"""Pictures only the deck shows: the length experiment, GRU against self-attention timings,
+the Transformer's head grid and the causal mask (drawn for :mod:`attnlab.lecture` and
+:mod:`attnlab.figures`).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from matplotlib.figure import Figure
+from matplotlib.ticker import NullLocator
+
+from attnlab.canvas import new_figure, slide_figure
+from attnlab.heatmaps import still_heatmap
+from attnlab.typography import TYPE, literal
+
+__all__ = ["length_curves", "length_figure", "timings", "head_grid", "mask_and_weights"]
+
+
+# --------------------------------------------------------------------------- experiment curves
+def length_curves(results: dict, metric: str = "exact_match", ax=None, sizes=None):
+    """Accuracy against input-length bin, one line per model (Bahdanau et al. 2014, Fig. 2).
+
+    ``results`` is the dict of :func:`attnlab.experiments.length.load_results`: ``bins`` (a
+    list of ``[lo, hi]``), ``models`` (name -> {"exact_match": [...], "token_accuracy":
+    [...]}, one value per bin) and ``config``.  If the config names the lengths a model was
+    trained on (``config["models"][name]["train_lengths"]`` or ``config["train_lengths"]``,
+    each [lo, hi]) and that range is narrower than the tested bins, the lengths beyond it are
+    shaded.  Returns the matplotlib Axes (draw into your own with ``ax=``; without it, a new
+    figure on an Agg canvas: show ``ax.figure``).
+    """
+    if metric not in ("exact_match", "token_accuracy"):
+        raise ValueError(f"metric must be 'exact_match' or 'token_accuracy'; got {metric!r}")
+    bins = [tuple(b) for b in results["bins"]]
+    models = results["models"]
+    if ax is None:
+        fig = new_figure(6.0, 3.6, layout="constrained")
+        ax = fig.add_subplot()
+    sizes = sizes or TYPE.at(ax.get_figure(root=True).get_figwidth(), 72 * 6.0)
+    centres = [(lo + hi) / 2 for lo, hi in bins]  # x position of each bin
+    for name, scores in models.items():
+        y = scores[metric]
+        if len(y) != len(bins):
+            raise ValueError(f"model {name!r} has {len(y)} values of {metric} for {len(bins)} bins")
+        ax.plot(centres, y, marker="o", label=literal(name))
+    tested = (min(lo for lo, _ in bins), max(hi for _, hi in bins))
+    for lo, hi, label in _train_ranges(results.get("config", {}), models):
+        if lo > tested[0] or hi < tested[1]:  # a range covering every bin says nothing
+            ax.axvspan(hi, tested[1], color="0.85", alpha=0.5, zorder=0, label=label)
+    ax.set_xticks(centres, [f"{lo}-{hi}" for lo, hi in bins], rotation=45 if len(bins) > 8 else 0)
+    ax.tick_params(labelsize=sizes.tick)
+    ax.set_xlabel("input length (symbols)", fontsize=sizes.label)
+    ax.set_ylabel(metric.replace("_", " "), fontsize=sizes.label)
+    ax.set_ylim(-0.02, 1.02)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=sizes.label, loc="best")
+    return ax
+
+
+def _train_ranges(config: dict, models: dict) -> list[tuple[float, float, str]]:
+    """The training-length ranges named in an experiment config, as (lo, hi, label).
+
+    Read from ``config["models"][name]["train_lengths"]`` (what the length experiment
+    writes) or from ``config["train_lengths"]`` = [lo, hi] for all models; each distinct
+    range once.
+    """
+
+    def as_range(value) -> tuple[float, float] | None:
+        ok = isinstance(value, (list, tuple)) and len(value) == 2
+        if ok and all(isinstance(v, (int, float)) for v in value):
+            return float(value[0]), float(value[1])
+        return None
+
+    found: dict[tuple[float, float], str] = {}
+    for name, info in (config.get("models") or {}).items():
+        r = as_range(info.get("train_lengths")) if isinstance(info, dict) else None
+        if r and name in models:
+            found.setdefault(r, f"longer than trained on (≤ {r[1]:g})")
+    r = as_range(config.get("train_lengths"))
+    if r:
+        found.setdefault(r, f"longer than trained on (≤ {r[1]:g})")
+    return [(lo, hi, label) for (lo, hi), label in found.items()]
+
+
+#: The lecture's names of the model kinds in the length experiment.
+KIND_NAMES = {"rnnencdec": "RNNEncDec", "rnnsearch": "RNNSearch"}
+#: Colour by attention, line style by training lengths (the seed's figure: Bahdanau Fig. 2).
+KIND_COLOURS = {"rnnencdec": "#D55E00", "rnnsearch": "#0072B2"}
+
+
+def _length_label(name: str, info: dict) -> str:
+    kind = info.get("kind")
+    lengths = info.get("train_lengths")
+    if kind not in KIND_NAMES:
+        return literal(name)
+    attention = "attention" if kind == "rnnsearch" else "no attention"
+    trained = f", trained ≤ {lengths[1]}" if isinstance(lengths, list) and len(lengths) == 2 else ""
+    return f"{KIND_NAMES[kind]} ({attention}{trained})"
+
+
+def length_figure(
+    results: dict, shown_width_px: float = 845, metric: str = "exact_match"
+) -> Figure:
+    """The length experiment as the seed's figure: every model's curve, named for the lecture.
+
+    Attention in blue, none in vermillion; trained on the longest lengths solid, on shorter
+    ones dashed; the lengths beyond the shorter training range shaded.  Sized so that its
+    text is :data:`TYPE` on the slide when shown ``shown_width_px`` wide.
+    """
+    width = 12.0
+    sizes = TYPE.at(width, shown_width_px)
+    fig = new_figure(width, 6.0, layout="constrained")
+    fig.patch.set_facecolor("white")
+    ax = fig.add_subplot()
+    length_curves(results, metric=metric, ax=ax, sizes=sizes)
+    infos = (results.get("config") or {}).get("models") or {}
+    longest = max(
+        (
+            i["train_lengths"][1]
+            for i in infos.values()
+            if isinstance(i, dict) and i.get("train_lengths")
+        ),
+        default=None,
+    )
+    for line, name in zip(ax.get_lines(), results["models"], strict=True):
+        info = infos.get(name) if isinstance(infos.get(name), dict) else {}
+        line.set_label(_length_label(name, info))
+        line.set_linewidth(3.0)
+        line.set_markersize(9)
+        if info.get("kind") in KIND_COLOURS:
+            line.set_color(KIND_COLOURS[info["kind"]])
+        lengths = info.get("train_lengths")
+        if lengths and longest is not None and lengths[1] < longest:
+            line.set_linestyle("--")
+            line.set_marker("s")
+    ax.legend(fontsize=sizes.label, loc="center left", framealpha=0.95)
+    ax.set_title("Exact match against input length (reverse a digit string)", fontsize=sizes.title)
+    return fig
+
+
+# --------------------------------------------------------------------------- timings
+def timings(result: dict, shown_width_px: float = 780) -> Figure:
+    """Log-log forward time of a GRU against self-attention (``lecture.time_rnn_vs_attention``).
+
+    ``result`` has ``n``, ``rnn_ms`` and ``attention_ms``.  The x ticks are the measured n
+    (plain numbers, no overlapping powers of ten), the y ticks a few round numbers.
+    """
+    width = 7.8
+    sizes = TYPE.at(width, shown_width_px)
+    fig = new_figure(width, 3.9, layout="constrained")
+    ax = fig.add_subplot()
+    n = list(result["n"])
+    ax.loglog(n, result["rnn_ms"], "o-", lw=2.5, ms=8, label="GRU: n steps one after another")
+    ax.loglog(n, result["attention_ms"], "s-", lw=2.5, ms=8, label="self-attention: all at once")
+    ax.xaxis.set_minor_locator(NullLocator())
+    ax.set_xticks(n, [str(v) for v in n])
+    values = [v for v in (*result["rnn_ms"], *result["attention_ms"]) if v > 0]
+    lo, hi = math.floor(math.log10(min(values))), math.ceil(math.log10(max(values)))
+    ax.yaxis.set_minor_locator(NullLocator())
+    ax.set_yticks([10.0**k for k in range(lo, hi + 1)], [f"{10.0**k:g}" for k in range(lo, hi + 1)])
+    ax.tick_params(labelsize=sizes.tick)
+    ax.set_xlabel("sequence length n", fontsize=sizes.label)
+    ax.set_ylabel("forward time (ms)", fontsize=sizes.label)
+    ax.legend(frameon=False, fontsize=sizes.label)
+    ax.grid(True, alpha=0.3)
+    return fig
+
+
+# --------------------------------------------------------------------------- head grid
+def head_grid(
+    decoding, title: str | None = None, shown_width_px: float = 1200, height_px: float = 540
+) -> Figure:
+    """Cross-attention of every layer and head, one panel each (rows: layers, columns: heads).
+
+    ``decoding`` is an ``attnlab.decode.Decoding`` (``alpha`` (L, h, T, n), ``source_tokens``,
+    ``output_tokens``); tick labels only on the outer panels, thinned to stay 14 px or more.
+    """
+    alpha = np.asarray(decoding.alpha, dtype=float)  # (L, h, T, n)
+    L, H = alpha.shape[:2]
+    fig, sizes = slide_figure(shown_width_px, height_px)
+    axes = fig.subplots(L, H, squeeze=False, sharex=True, sharey=True)
+    for i in range(L):
+        for j in range(H):
+            still_heatmap(
+                axes[i, j],
+                alpha[i, j],
+                decoding.source_tokens,
+                decoding.output_tokens,
+                turn=True,
+                colorbar=False,
+                xlabel="",
+                ylabel="",
+                sizes=sizes,
+            )
+            axes[i, j].set_title(f"layer {i + 1}, head {j + 1}", fontsize=sizes.label)
+            axes[i, j].tick_params(labelbottom=i == L - 1, labelleft=j == 0)
+    if title is None:
+        title = f"cross-attention: {''.join(decoding.source_tokens[:-1])!r} -> {''.join(decoding.output_tokens)!r}"
+    fig.suptitle(literal(title), fontsize=sizes.title)
+    return fig
+
+
+# --------------------------------------------------------------------------- causal mask
+def mask_and_weights(mask, weights, shown_width_px: float = 900) -> Figure:
+    """The causal mask (True = may attend) beside the masked softmax weights, positions 1..n."""
+    mask, weights = np.asarray(mask, dtype=float), np.asarray(weights, dtype=float)
+    n = mask.shape[-1]
+    width = 9.0
+    sizes = TYPE.at(width, shown_width_px)
+    fig = new_figure(width, 4.0, layout="constrained")
+    axes = fig.subplots(1, 2)
+    positions = [str(i + 1) for i in range(n)]
+    panels = (
+        (mask, "Greys", "causal mask: True = may attend"),
+        (weights, "viridis", "softmax(QKᵀ/√d_k), masked"),
+    )
+    for ax, (values, cmap, name) in zip(axes, panels, strict=True):
+        still_heatmap(
+            ax,
+            values * (0.7 if cmap == "Greys" else 1.0),
+            positions,
+            positions,
+            title=name,
+            cmap=cmap,
+            colorbar=cmap == "viridis",
+            sizes=sizes,
+            xlabel="key position",
+            ylabel="query position",
+        )
+    return fig

@@ -1,0 +1,223 @@
+"""Heatmaps of attention weights: one persistent :class:`Heatmap`, updated by blitting.
+
+:class:`Heatmap` draws alpha_{t,i} (source tokens on x, output tokens on y, a colorbar, the
+current row boxed) once; an update swaps the image data only and the caller blits it.  Too
+many tokens for the lecture's tick size: every k-th is labelled (fewer ticks, never smaller
+ones).  :func:`still_heatmap` is the same picture drawn with the rest of its figure.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+
+import matplotlib
+import numpy as np
+from matplotlib.cm import ScalarMappable
+from matplotlib.colors import Normalize
+from matplotlib.patches import Rectangle
+from matplotlib.text import Text
+
+from attnlab.typography import TYPE, TypeSizes, literal
+
+__all__ = ["Heatmap", "still_heatmap", "label_step"]
+
+
+def label_step(n: int, pitch_pt: float, need_pt: float) -> int:
+    """Label every k-th of ``n`` cells ``pitch_pt`` apart so labels ``need_pt`` wide never touch."""
+    if n <= 1 or pitch_pt >= need_pt:
+        return 1
+    return max(1, math.ceil(need_pt / max(pitch_pt, 1e-9)))
+
+
+def _labelled(n: int, step: int) -> list[int]:
+    """Cells 0, k, 2k, ... and the last one (<eos>), never two closer than k."""
+    kept = list(range(0, n, step))
+    if kept and kept[-1] != n - 1:
+        if n - 1 - kept[-1] < step and len(kept) > 1:
+            kept.pop()
+        kept.append(n - 1)
+    return kept
+
+
+class Heatmap:
+    """One persistent attention heatmap, updated in place by blitting.
+
+    ``Heatmap(ax, title=..., sizes=TYPE.at(...), cmap="viridis", vmin=0, vmax=1)`` draws into
+    an Axes of a figure made by :func:`new_figure` / :func:`slide_figure`.  Then:
+
+    * ``set_labels(x_labels, y_labels)`` fixes the grid (x: source tokens, y: output tokens);
+      call :func:`cache_background` on the figure afterwards: it draws the static parts
+      (ticks, labels, colorbar) once and keeps them;
+    * ``set_data(values, row=None)`` puts new values (shape (len(y_labels), len(x_labels)), NaN
+      = blank cell) and boxes row ``row`` (None: no box);
+    * ``blit()`` draws only the image and the box onto the restored background.
+
+    The colour range is fixed (alpha lives in [0, 1]), so the colorbar never changes; values
+    are turned into colours with numpy (cmap(norm(values))).  ``data`` is the array shown.
+    """
+
+    def __init__(
+        self,
+        ax,
+        title: str = "",
+        cmap: str = "viridis",
+        vmin: float = 0.0,
+        vmax: float = 1.0,
+        colorbar: bool = True,
+        xlabel: str = "source tokens",
+        ylabel: str = "output tokens",
+        extend: str = "neither",
+        bad: str = "white",
+        sizes: TypeSizes | None = None,
+    ):
+        self.ax, self.fig = ax, ax.get_figure(root=True)
+        self.sizes = sizes or TYPE.at(self.fig.get_figwidth(), self.fig.get_figwidth() * 72)
+        self.vmin, self.vmax = vmin, vmax
+        self.cmap = matplotlib.colormaps[cmap].with_extremes(bad=bad)
+        self.data = np.full((1, 1), np.nan)  # what is shown, shape (n_rows, n_cols)
+        self.row: int | None = None
+        self.image = ax.imshow(
+            self._rgba(self.data),
+            aspect="auto",
+            interpolation="nearest",
+            animated=True,  # left out of full redraws; drawn by blit()
+        )
+        self.highlight = Rectangle(
+            (-0.5, -0.5), 1, 1, fill=False, edgecolor="red", linewidth=2, animated=True
+        )
+        self.highlight.set_visible(False)
+        ax.add_patch(self.highlight)
+        self.colorbar = None
+        if colorbar:
+            scale = ScalarMappable(Normalize(vmin, vmax), self.cmap)
+            self.colorbar = self.fig.colorbar(scale, ax=ax, fraction=0.046, pad=0.03, extend=extend)
+            self.colorbar.ax.tick_params(labelsize=self.sizes.tick)
+        ax.set_title(title, fontsize=self.sizes.title)
+        ax.set_xlabel(xlabel, fontsize=self.sizes.label)
+        ax.set_ylabel(ylabel, fontsize=self.sizes.label)
+        ax.tick_params(labelsize=self.sizes.tick)
+        self.x_labels: list[str] = []
+        self.y_labels: list[str] = []
+        self.reveal_rows = False
+        self._row_texts: dict[int, Text] = {}  # row -> its label, drawn once the row has data
+
+    def _rgba(self, values: np.ndarray) -> np.ndarray:
+        """Colours of ``values`` (n_rows, n_cols) -> (n_rows, n_cols, 4) uint8; NaN -> bad."""
+        x = (values - self.vmin) / (self.vmax - self.vmin)  # the fixed range -> [0, 1]
+        return self.cmap(x, bytes=True)
+
+    def _axes_points(self) -> tuple[float, float]:
+        """Width and height of the axes in points (after the figure's layout, if it has one)."""
+        engine = self.fig.get_layout_engine()
+        if engine is not None:
+            engine.execute(self.fig)
+        box = self.ax.get_position()
+        w, h = self.fig.get_size_inches()
+        return box.width * w * 72, box.height * h * 72
+
+    def set_labels(
+        self,
+        x_labels: Sequence[str],
+        y_labels: Sequence[str],
+        reveal_rows: bool = False,
+        mathtext: bool = False,
+        turn: bool | None = None,
+    ) -> None:
+        """Fix the grid to len(y_labels) rows and len(x_labels) columns, with tick labels.
+
+        Labels are at ``sizes.tick``; where the cells are too narrow for that, every k-th cell
+        is labelled (and the last).  With ``reveal_rows`` a row's y label appears only once
+        the row holds data (decoding: the output token is not known before its step).  Labels
+        are shown literally (:func:`literal`) unless ``mathtext`` is True.  ``turn``: x labels
+        upright (True) or level (False); by default words are turned where they would touch.
+        """
+        self.x_labels, self.y_labels = [str(s) for s in x_labels], [str(s) for s in y_labels]
+        self.reveal_rows = reveal_rows
+        n_rows, n_cols = max(len(self.y_labels), 1), max(len(self.x_labels), 1)
+        self.data = np.full((n_rows, n_cols), np.nan)
+        self.image.set_data(self._rgba(self.data))
+        self.image.set_extent((-0.5, n_cols - 0.5, n_rows - 0.5, -0.5))
+        self.ax.set_xlim(-0.5, n_cols - 0.5)
+        self.ax.set_ylim(n_rows - 0.5, -0.5)  # row 0 on top
+        self.highlight.set_width(n_cols)
+        x_shown = [literal(s) for s in self.x_labels]
+        y_shown = self.y_labels if mathtext else [literal(s) for s in self.y_labels]
+        width_pt, height_pt = self._axes_points()
+        tick = self.sizes.tick
+        wide = [(0.62 * len(s) + 0.3) * tick for s in x_shown]  # about a label's width (pt)
+        pitch = width_pt / n_cols
+        pairs = [(a + b) / 2 for a, b in zip(wide, wide[1:], strict=False)] or [tick]
+        # words whose neighbours would touch: turn the labels; characters (and one <eos>)
+        # stay level, every k-th cell labelled where they do not fit
+        if turn is None:
+            words = float(np.median([len(s) for s in x_shown])) > 2 if x_shown else False
+            turn = words and float(np.median(pairs)) > 0.95 * pitch
+        need_x = 1.05 * tick if turn else max(pairs)
+        x_kept = _labelled(len(x_shown), label_step(n_cols, pitch, need_x))
+        y_kept = _labelled(len(y_shown), label_step(n_rows, height_pt / n_rows, 1.05 * tick))
+        self.ax.set_xticks(x_kept, [x_shown[i] for i in x_kept], rotation=90 if turn else 0)
+        self.ax.set_yticks(y_kept, [y_shown[i] for i in y_kept])
+        self.ax.tick_params(labelsize=tick)
+        for text in self._row_texts.values():
+            text.remove()
+        self._row_texts = {}
+        if reveal_rows:  # the static labels keep their room but are invisible
+            for tick_label in self.ax.get_yticklabels():
+                tick_label.set_alpha(0.0)
+            self._row_texts = {r: self._row_label(r, y_shown[r]) for r in y_kept}
+
+    def _row_label(self, row: int, label: str) -> Text:
+        return self.ax.annotate(
+            label,
+            xy=(0, row),
+            xycoords=("axes fraction", "data"),
+            xytext=(-0.5 * self.sizes.tick, 0),  # points left of the axes, where ticks sit
+            textcoords="offset points",
+            ha="right",
+            va="center",
+            fontsize=self.sizes.tick,
+            animated=True,
+        )
+
+    def set_data(self, values: np.ndarray, row: int | None = None) -> None:
+        """Show ``values`` (n_rows, n_cols); NaN cells stay blank; box row ``row`` in red."""
+        values = np.asarray(values, dtype=float)
+        if values.shape != self.data.shape:
+            raise ValueError(
+                f"heatmap expects values of shape {self.data.shape} "
+                f"(len(y_labels), len(x_labels)); got {values.shape}"
+            )
+        self.data = values.copy()
+        self.image.set_data(self._rgba(self.data))
+        self.row = row
+        if row is None:
+            self.highlight.set_visible(False)
+        else:
+            self.highlight.set_xy((-0.5, row - 0.5))
+            self.highlight.set_visible(True)
+
+    def blit(self, labels: bool = True) -> None:
+        """Draw only the image, the box and (``labels``) the revealed row labels."""
+        self.ax.draw_artist(self.image)
+        self.ax.draw_artist(self.highlight)
+        if labels:
+            self.draw_row_labels(r for r in self._row_texts if np.isfinite(self.data[r]).any())
+
+    def draw_row_labels(self, rows: Iterable[int]) -> None:
+        """Draw the revealed y labels of ``rows`` (with ``reveal_rows``; unlabelled rows skip)."""
+        for r in rows:
+            if r in self._row_texts:
+                self.ax.draw_artist(self._row_texts[r])
+
+
+def still_heatmap(ax, values, x_labels, y_labels, turn: bool | None = None, **kwargs) -> Heatmap:
+    """A :class:`Heatmap` drawn with the rest of its figure (not blitted): a still picture.
+
+    ``kwargs`` go to :class:`Heatmap` (title, sizes, cmap, ...), ``turn`` to ``set_labels``.
+    """
+    heat = Heatmap(ax, **kwargs)
+    heat.set_labels(x_labels, y_labels, turn=turn)
+    heat.image.set_animated(False)  # a still picture: drawn with the rest
+    heat.set_data(values)
+    return heat
