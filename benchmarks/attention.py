@@ -1,4 +1,4 @@
-"""Benchmark: attnlab's scaled_dot_product_attention against torch's fused kernel on CPU.
+"""Benchmark: attnlab's attention against torch's fused kernel on CPU.
 
 Prints ms per call (median of repeats after a warm-up) of
 
@@ -7,9 +7,13 @@ Prints ms per call (median of repeats after a warm-up) of
 
 for batch 1, 4 heads, d_k 64 and n in {16, 128, 512, 2048} queries and keys, without a mask
 and with a causal mask (the same boolean tensor, built once, is given to both), their ratio
-and the largest absolute difference of the outputs.
+and the largest absolute difference of the outputs; then the same for a whole
+``MultiHeadAttention`` call against the same four projections around torch's kernel (what
+the input checks and the head split cost on top of the equation).
 
-Target: ours within 1.5x of torch at n = 512.
+Targets (issue 17), without a mask: ours within 2x of torch at n = 16 (there the Python
+around the kernel counts: the inputs are checked once per call, not once per function), and
+within 1.2x at n = 512.
 
 Run:  .venv/bin/python benchmarks/attention.py   (or ``make bench``)
 """
@@ -25,11 +29,11 @@ from collections.abc import Callable
 import torch
 import torch.nn.functional as F
 
-from attnlab.attention import causal_mask, scaled_dot_product_attention
+from attnlab.attention import MultiHeadAttention, causal_mask, scaled_dot_product_attention
 
 SIZES = (16, 128, 512, 2048)
 BATCH, HEADS, D_K = 1, 4, 64
-TARGET_N, TARGET_RATIO = 512, 1.5
+TARGETS = {16: 2.0, 512: 1.2}  # n -> the largest ratio ours / torch allowed (no mask)
 
 
 def ms_per_call(
@@ -77,6 +81,24 @@ def row(n: int, causal: bool) -> tuple[float, float, float]:
     return t_ours, t_torch, diff
 
 
+def mha_row(n: int) -> tuple[float, float, float]:
+    """(ours ms, torch ms, max |difference|) of a whole multi-head call, self-attention."""
+    mha = MultiHeadAttention(HEADS * D_K, HEADS)
+    x = torch.randn(BATCH, n, HEADS * D_K)  # (B, n, d_model)
+
+    def ours():
+        return mha(x, x, x)
+
+    def fused():
+        Q, K, V = (mha.split_heads(W(x)) for W in (mha.W_q, mha.W_k, mha.W_v))  # (B, h, n, d_k)
+        heads = F.scaled_dot_product_attention(Q, K, V)
+        return mha.W_o(heads.transpose(1, 2).flatten(-2))  # (B, n, d_model)
+
+    diff = (ours() - fused()).abs().max().item()
+    t_ours, t_torch = ms_per_call([ours, fused])
+    return t_ours, t_torch, diff
+
+
 # glibc hands large freed buffers (our (h, n, n) scores: 4 MB at n = 512) back to the OS, so
 # that every call page-faults them in again: a cost of the allocator, not of the kernel, that
 # made runs bimodal (1.1x or 2.6x at n = 512, measured).  Keep freed memory in the process.
@@ -99,7 +121,7 @@ def main() -> None:
     header = f"{'n':>5} {'mask':>6} {'ours ms':>9} {'torch ms':>9} {'ratio':>6} {'max |diff|':>11}"
     print(header)
     print("-" * len(header))
-    ratio_at_target = float("nan")
+    ratios: dict[int, float] = {}
     with torch.inference_mode():
         for n in SIZES:
             for causal in (False, True):
@@ -109,13 +131,21 @@ def main() -> None:
                 print(
                     f"{n:>5} {label:>6} {t_ours:>9.3f} {t_torch:>9.3f} {ratio:>5.2f}x {diff:>11.1e}"
                 )
-                if n == TARGET_N and not causal:
-                    ratio_at_target = ratio
-    verdict = "met" if ratio_at_target <= TARGET_RATIO else "NOT met"
-    print(
-        f"target: ours within {TARGET_RATIO}x of torch at n = {TARGET_N} without a mask: "
-        f"{ratio_at_target:.2f}x, {verdict}"
-    )
+                if not causal:
+                    ratios[n] = ratio
+        print("MultiHeadAttention (d_model 256, 4 heads) against the same projections + torch")
+        for n in (16, 512):
+            t_ours, t_torch, diff = mha_row(n)
+            print(
+                f"{n:>5} {'none':>6} {t_ours:>9.3f} {t_torch:>9.3f} "
+                f"{t_ours / t_torch:>5.2f}x {diff:>11.1e}"
+            )
+    for n, allowed in TARGETS.items():
+        verdict = "met" if ratios[n] <= allowed else "NOT met"
+        print(
+            f"target: ours within {allowed}x of torch at n = {n} without a mask: "
+            f"{ratios[n]:.2f}x, {verdict}"
+        )
 
 
 if __name__ == "__main__":

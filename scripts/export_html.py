@@ -68,7 +68,8 @@ SKIP = shutil.ignore_patterns("*.map", "*.esm.js", "embed-amd.js", "libembed-amd
 
 # The stock reveal template, with two changes: it no longer imports mermaid.js from a CDN (the
 # deck has no mermaid diagrams), and MathJax does not break formulas across lines (its automatic
-# line breaks split a fraction from its left-hand side).
+# line breaks split a fraction from its left-hand side); and the slideshow's rise.css (the
+# notebook's folder) is inlined, so the export shows the type sizes of the slideshow.
 TEMPLATE = "attnlab_offline_slides.html.j2"
 TEMPLATE_SOURCE = r"""{%- extends 'index.html.j2' -%}
 {%- block html_head_js_mermaidjs -%}{%- endblock html_head_js_mermaidjs -%}
@@ -92,6 +93,13 @@ if (window.MathJax) {
 }
 </script>
 {%- endblock html_head_js_mathjax -%}
+{%- block html_head_css -%}
+{%- if resources.attnlab_css -%}
+<style type="text/css">
+{{ resources.attnlab_css | safe }}
+</style>
+{%- endif -%}
+{%- endblock html_head_css -%}
 """
 
 
@@ -209,6 +217,8 @@ def export(notebook: Path, out: Path, run: bool = True, timeout: int = 600) -> P
     )
     exporter.template_file = TEMPLATE
     resources = {"metadata": {"name": notebook.stem, "path": str(notebook.parent)}}
+    css = notebook.parent / "rise.css"  # what RISE loads beside the notebook
+    resources["attnlab_css"] = css.read_text(encoding="utf-8") if css.is_file() else ""
     body, _ = exporter.from_notebook_node(nb, resources=resources)
     target = out / f"{notebook.stem}.slides.html"
     target.write_text(body, encoding="utf-8")

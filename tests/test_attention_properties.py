@@ -149,7 +149,8 @@ def test_multi_head_attention_equals_torch(B, m, n, num_heads, d_k, self_attenti
     n = memory.shape[-2]
     mask = causal_mask(n)[:m] if causal and m <= n else None  # (m, n), every row sees key 1
     with torch.no_grad():
-        output, weights = mha(query, memory, memory, mask)
+        output = mha(query, memory, memory, mask)
+        weights = mha.attn  # the weights of that call, kept on the module
         expected, expected_weights = twin(
             query,
             memory,
@@ -176,7 +177,8 @@ def test_multi_head_attention_padding_equals_torch_key_padding_mask(lengths, m, 
     query, memory = randn(seed, B, m, d_model), randn(seed + 1, B, n, d_model)
     real = padding_mask(lengths, n)  # (B, n), True at real tokens
     with torch.no_grad():
-        output, weights = mha(query, memory, memory, real[:, None, :])  # mask (B, 1, n)
+        output = mha(query, memory, memory, real[:, None, :])  # mask (B, 1, n)
+        weights = mha.attn  # the weights of that call, kept on the module
         expected, expected_weights = twin(
             query, memory, memory, key_padding_mask=~real, average_attn_weights=False
         )
@@ -191,8 +193,10 @@ def test_multi_head_self_attention_is_permutation_equivariant(B, n, num_heads, s
     x = randn(seed, B, n, d_model)  # no positional encoding added
     perm = torch.randperm(n, generator=torch.Generator().manual_seed(perm_seed))
     with torch.no_grad():
-        out, weights = mha(x, x, x)
-        out_p, weights_p = mha(x[:, perm], x[:, perm], x[:, perm])
+        out = mha(x, x, x)
+        weights = mha.attn  # the weights of that call, kept on the module
+        out_p = mha(x[:, perm], x[:, perm], x[:, perm])
+        weights_p = mha.attn  # the weights of that call, kept on the module
     torch.testing.assert_close(out_p, out[:, perm], atol=ATOL, rtol=0)
     torch.testing.assert_close(weights_p, weights[:, :, perm][..., perm], atol=ATOL, rtol=0)
 
@@ -202,7 +206,7 @@ def test_causal_mask_lets_no_future_position_influence_an_output(n, num_heads, s
     d_model = 2 * num_heads
     mha = randomised_mha(d_model, num_heads, seed)
     x = randn(seed, 1, n, d_model).requires_grad_()
-    output, _ = mha(x, x, x, causal_mask(n))  # (1, n, d_model)
+    output = mha(x, x, x, causal_mask(n))  # (1, n, d_model)
     for t in range(n):
         (grad,) = torch.autograd.grad(output[0, t].sum(), x, retain_graph=True)  # (1, n, d)
         assert (grad[0, t + 1 :] == 0).all(), f"a future token influences output {t}"

@@ -746,7 +746,7 @@ def test_in_model_raises_in_solutions_mode(monkeypatch):
 
 # --------------------------------------------------------------------------- questions
 def test_questions_accept_the_computed_answer_and_name_typical_wrong_ones():
-    from attnlab.paths import longest_path
+    from attnlab.path_lengths import longest_path
 
     assert checks.check_answer("variance_qk", 64).ok
     assert checks.check_answer("variance_qk", 63.4).ok  # a measured variance is fine

@@ -10,7 +10,7 @@ import torch
 
 import attnlab
 from attnlab import attention as A
-from attnlab import lecture, plots
+from attnlab import lecture, typography
 from attnlab.checkpoints import CHECKPOINT_DIR
 from attnlab.decode import decode
 
@@ -117,7 +117,7 @@ def _png(picture) -> bytes:
 
 def _smallest_px(picture) -> float:
     fig = picture.fig
-    return plots.smallest_text(fig, fig.get_figwidth() * fig.dpi)[0]
+    return typography.smallest_text(fig, fig.get_figwidth() * fig.dpi)[0]
 
 
 def test_causal_demo_weights_are_zero_above_the_diagonal_and_rows_sum_to_one():
@@ -165,7 +165,7 @@ def test_three_attentions_have_the_causal_triangle_and_rows_summing_to_one(trans
     for w in (encoder, decoder, cross):
         np.testing.assert_allclose(w.sum(-1), 1.0, atol=1e-5)
     assert cross.shape == (len(weights["output_tokens"]), len(weights["source_tokens"]))
-    assert _smallest_px(picture) >= plots.MIN_TEXT_PX
+    assert _smallest_px(picture) >= typography.MIN_TEXT_PX
     _png(picture)
 
 
@@ -173,7 +173,7 @@ def test_positional_encoding_picture_peaks_where_it_is_compared():
     picture = lecture.positional_encoding_picture(n=30, d=32, at=12)
     assert int(np.argmax(picture.data["similarity"])) == 12
     torch.testing.assert_close(picture.data["pe"], A.positional_encoding(30, 32))
-    assert _smallest_px(picture) >= plots.MIN_TEXT_PX
+    assert _smallest_px(picture) >= typography.MIN_TEXT_PX
 
 
 def test_alignment_failure_marks_the_first_wrong_digit():
@@ -186,7 +186,7 @@ def test_alignment_failure_marks_the_first_wrong_digit():
     else:
         assert output[:wrong] == digits[::-1][:wrong]
     assert picture.data["alpha"].shape[1] == len(digits) + 1  # the source and its <eos>
-    assert _smallest_px(picture) >= plots.MIN_TEXT_PX
+    assert _smallest_px(picture) >= typography.MIN_TEXT_PX
 
 
 def test_first_wrong_finds_a_wrong_extra_or_missing_digit():
@@ -225,3 +225,92 @@ def test_pictures_are_no_wider_than_the_slides_output_area(three, heads):
     ):
         fig = picture.fig
         assert fig.get_figwidth() * fig.dpi <= lecture.MAX_WIDTH_PX, repr(picture)
+
+
+# ----------------------------------------------------------------------------- new slides
+def test_three_attentions_label_the_decoder_with_its_shifted_right_inputs(transformer, three):
+    weights = transformer.attention_weights("30 June 2001")
+    out = weights["output_tokens"]  # y_1 .. y_m, <eos>
+    ax_decoder = three.fig.axes[1]
+    keys = [t.get_text() for t in ax_decoder.get_xticklabels()]
+    queries = [t.get_text() for t in ax_decoder.get_yticklabels()]
+    assert keys == queries == ["<s>", *out[:-1]]  # never the output a query is about to write
+    assert "<eos>" not in keys
+
+
+def test_graph_depth_counts_the_longest_chain_not_the_number_of_operations():
+    x = torch.ones(3, requires_grad=True)
+    chain = x
+    for _ in range(10):
+        chain = chain * 2  # ten operations, one after another
+    wide = torch.stack([x * k for k in range(10)]).sum(0)  # eleven operations, three deep
+    assert lecture.graph_depth(chain) > lecture.graph_depth(wide) + 5
+    with pytest.raises(ValueError, match="require grad"):
+        lecture.graph_depth(torch.ones(2))
+
+
+def test_sequential_steps_grow_with_n_for_the_rnn_only():
+    table = lecture.sequential_steps(lengths=[4, 16], d=8)
+    (_, rnn4, attn4), (_, rnn16, attn16) = table.rows
+    as_int = lambda s: int(s.replace(",", ""))  # noqa: E731
+    assert as_int(rnn16) > 3 * as_int(rnn4)
+    assert attn4 == attn16
+
+
+def test_flops_per_step_are_counted_and_scale_with_the_batch():
+    small, large = (lecture.flops_per_step("rnnsearch", batch=b) for b in (4, 8))
+    assert small > 0 and 1.5 < large / small < 2.5
+
+
+def test_teacher_forcing_needs_one_pass_and_decoding_one_per_token(transformer):
+    table = lecture.teacher_forcing(transformer, "3 May 1979", "1979-05-03")
+    inputs, forced, decoded = (row[1:] for row in table.rows)
+    assert inputs == ["<s>", *"1979-05-03"]  # the target, shifted right
+    assert forced[:-1] == list("1979-05-03") and forced[-1] == "<eos>"
+    assert "".join(decoded[:-1]) == transformer.translate("3 May 1979")
+    assert "in 1 pass" in table.caption and "took 11 passes" in table.caption
+
+
+def test_keeping_every_head_changes_nothing_and_the_hooks_go_away(transformer):
+    src = transformer.encode_source("3 May 1979")
+    tgt_in = torch.tensor([[transformer.tgt_vocab.sos]])
+    with torch.no_grad():
+        before = transformer(src, torch.tensor([src.shape[1]]), tgt_in)
+        handles = lecture._keep_heads(transformer, {0, 1, 2, 3})
+        same = transformer(src, torch.tensor([src.shape[1]]), tgt_in)
+        for h in handles:
+            h.remove()
+        handles = lecture._keep_heads(transformer, {0})
+        one = transformer(src, torch.tensor([src.shape[1]]), tgt_in)
+        for h in handles:
+            h.remove()
+        after = transformer(src, torch.tensor([src.shape[1]]), tgt_in)
+    torch.testing.assert_close(same, before)
+    torch.testing.assert_close(after, before)
+    assert not torch.allclose(one, before)
+
+
+def test_head_study_reports_all_heads_and_each_head_alone(transformer):
+    table = lecture.head_study(transformer, n=20)
+    assert [row[0] for row in table.rows] == ["all heads", "head 1", "head 2", "head 3", "head 4"]
+    assert all(cell.endswith("%") for row in table.rows for cell in row[1:] if cell)
+    assert transformer.translate("3 May 1979") == "1979-05-03"  # no hook left behind
+
+
+def test_positional_encoding_picture_splits_sin_and_cos_by_pair_index():
+    picture = lecture.positional_encoding_picture(n=20, d=16, at=5)
+    sin_ax, cos_ax = picture.fig.axes[:2]
+    sin_rows = sin_ax.images[0].get_array()
+    cos_rows = cos_ax.images[0].get_array()
+    pe = A.positional_encoding(20, 16).numpy()
+    np.testing.assert_allclose(sin_rows, pe[:, 0::2].T)  # row i: the pair index
+    np.testing.assert_allclose(cos_rows, pe[:, 1::2].T)
+    assert "pair index" in sin_ax.get_ylabel()
+
+
+def test_self_attention_heads_draws_every_head(transformer):
+    picture = lecture.self_attention_heads(transformer, "3 May 1979", layer=0)
+    weights = picture.data["weights"]
+    assert weights.shape[0] == transformer.config.num_heads
+    np.testing.assert_allclose(weights.sum(-1), 1.0, atol=1e-5)
+    assert _smallest_px(picture) >= typography.MIN_TEXT_PX

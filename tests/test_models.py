@@ -168,29 +168,41 @@ def test_source_tokens_are_what_the_encoder_reads():
 
 
 def test_models_accept_their_own_sizes():
-    t = Transformer(
-        TASK.src_vocab,
-        TASK.tgt_vocab,
-        TransformerConfig(d_model=16, num_heads=2, num_layers=1, d_ff=32),
-    )
-    assert t.num_parameters() < 20_000
-    assert t.translate("3 may 1979") == t.translate("3 may 1979")  # deterministic in eval
+    d, d_ff, L, max_tgt = 16, 32, 1, 5
+    config = TransformerConfig(d_model=d, num_heads=2, num_layers=L, d_ff=d_ff, max_tgt_len=max_tgt)
+    t = Transformer(TASK.src_vocab, TASK.tgt_vocab, config)
+    V_src, V_tgt = len(TASK.src_vocab), len(TASK.tgt_vocab)
+    mha = 4 * (d * d + d)  # W^Q, W^K, W^V, W^O with biases
+    ffn = (d * d_ff + d_ff) + (d_ff * d + d)
+    ln = 2 * d
+    encoder_layer, decoder_layer = 2 * ln + mha + ffn, 3 * ln + 2 * mha + ffn
+    by_hand = (V_src + V_tgt) * d + L * (encoder_layer + decoder_layer) + 2 * ln + d * V_tgt + V_tgt
+    assert t.num_parameters() == by_hand  # every size of the config is used, none other
+    t.train()  # decoding switches to eval mode and back
+    text = t.translate("3 may 1979")
+    assert t.training, "translate() left the model in eval mode"
+    assert len(text) <= max_tgt  # at most max_tgt_len characters written
+    assert t.eval().translate("3 may 1979") == text
 
 
 @torch.no_grad()
-def test_transformer_forward_can_return_every_weight(batch):
+def test_transformer_forward_returns_logits_and_keeps_every_weight(batch):
     model = _model("transformer")
-    logits, w = model(batch["src"], batch["src_len"], batch["tgt_in"], return_weights=True)
+    logits = model(batch["src"], batch["src_len"], batch["tgt_in"])
+    w = model.weights()  # what the attentions kept from that pass
     B, n = batch["src"].shape
     T = batch["tgt_in"].shape[1]
     L, h = model.config.num_layers, model.config.num_heads
-    assert torch.equal(logits, model(batch["src"], batch["src_len"], batch["tgt_in"]))
+    assert isinstance(logits, torch.Tensor) and logits.shape == (B, T, len(model.tgt_vocab))
     assert w["encoder_self"].shape == (B, L, h, n, n)
     assert w["decoder_self"].shape == (B, L, h, T, T)
     assert w["cross"].shape == (B, L, h, T, n)
+    torch.testing.assert_close(w["cross"][:, -1], model.decoder_layers[-1].cross_attn.attn)
     # padded source positions get no attention
     for i, length in enumerate(batch["src_len"].tolist()):
         assert float(w["cross"][i, ..., length:].abs().sum()) == 0.0
+    model(batch["src"][:1], batch["src_len"][:1], batch["tgt_in"][:1])  # a second pass:
+    assert model.weights()["cross"].shape[0] == 1  # the weights are those of the last one
 
 
 # --------------------------------------------------------------------------- the registry

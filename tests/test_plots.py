@@ -1,4 +1,4 @@
-"""attnlab.plots: the length curves, the persistent heatmap (blitting) and the context bars."""
+"""The pictures (typography, canvas, heatmaps, deck pictures, training plots): the length curves, the persistent heatmap (blitting) and the context bars."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from attnlab import plots
+from attnlab import canvas, deck_pictures, heatmaps, training_plots, typography
 
 RESULTS = {
     "bins": [[5, 10], [11, 20], [21, 30], [31, 40]],
@@ -22,7 +22,7 @@ RESULTS = {
 
 
 def test_length_curves_draws_one_line_per_model():
-    ax = plots.length_curves(RESULTS, metric="exact_match")
+    ax = deck_pictures.length_curves(RESULTS, metric="exact_match")
     lines = {line.get_label(): line for line in ax.get_lines()}
     assert set(lines) == {"rnnenc", "rnnsearch"}
     for name, line in lines.items():
@@ -38,25 +38,25 @@ def test_length_curves_draws_one_line_per_model():
 
 
 def test_length_curves_token_accuracy_and_given_axes():
-    fig = plots.new_figure(4, 3)
+    fig = canvas.new_figure(4, 3)
     ax = fig.add_subplot()
-    assert plots.length_curves(RESULTS, metric="token_accuracy", ax=ax) is ax
+    assert deck_pictures.length_curves(RESULTS, metric="token_accuracy", ax=ax) is ax
     values = sorted(tuple(line.get_ydata()) for line in ax.get_lines())
     assert values[0] == (0.9, 0.5, 0.3, 0.2)
 
 
 def test_length_curves_no_shading_when_trained_on_every_length():
     results = {**RESULTS, "config": {"train_lengths": [5, 40]}}
-    ax = plots.length_curves(results)
+    ax = deck_pictures.length_curves(results)
     assert not [p for p in ax.patches if p.get_label().startswith("longer")]
 
 
 def test_length_curves_rejects_bad_input():
     with pytest.raises(ValueError, match="metric"):
-        plots.length_curves(RESULTS, metric="bleu")
+        deck_pictures.length_curves(RESULTS, metric="bleu")
     broken = {**RESULTS, "models": {"m": {"exact_match": [1.0], "token_accuracy": [1.0]}}}
     with pytest.raises(ValueError, match="4 bins"):
-        plots.length_curves(broken)
+        deck_pictures.length_curves(broken)
 
 
 def test_length_curves_on_the_shipped_results():
@@ -65,9 +65,9 @@ def test_length_curves_on_the_shipped_results():
         results = length.load_results()
     except FileNotFoundError:
         pytest.skip("the length experiment has not written its results yet")
-    ax = plots.length_curves(results)
+    ax = deck_pictures.length_curves(results)
     assert len(ax.get_lines()) == len(results["models"])
-    png = plots.png_bytes(ax.get_figure(), draw=True)
+    png = canvas.png_bytes(ax.get_figure(), draw=True)
     assert Image.open(io.BytesIO(png)).format == "PNG"
 
 
@@ -84,13 +84,13 @@ def _is_red(rgb) -> bool:
 
 
 def test_heatmap_blits_the_values_and_the_highlighted_row():
-    fig = plots.new_figure(5, 4.5)
+    fig = canvas.new_figure(5, 4.5)
     ax = fig.add_subplot()
-    heat = plots.Heatmap(ax, "alpha")
+    heat = heatmaps.Heatmap(ax, "alpha")
     heat.set_labels(list("abcd"), list("xyz"))
-    background = plots.cache_background(fig)
+    background = canvas.cache_background(fig)
     values = np.array([[1.0, 0, 0, 0], [0, 0.5, 0.5, 0], [np.nan] * 4])
-    plots.restore_background(fig, background)
+    canvas.restore_background(fig, background)
     heat.set_data(values, row=1)
     heat.blit()
     viridis = matplotlib.colormaps["viridis"]
@@ -104,7 +104,7 @@ def test_heatmap_blits_the_values_and_the_highlighted_row():
     assert not _is_red(_pixel(fig, ax, 1.5, 1.0))  # the middle of row 1 is not boxed
     np.testing.assert_array_equal(heat.data, values)
     # Blitting again from the background forgets the old values.
-    plots.restore_background(fig, background)
+    canvas.restore_background(fig, background)
     heat.set_data(np.zeros((3, 4)), row=None)
     heat.blit()
     np.testing.assert_allclose(_pixel(fig, ax, 0, 0), low, atol=2)
@@ -112,68 +112,68 @@ def test_heatmap_blits_the_values_and_the_highlighted_row():
 
 
 def test_heatmap_rejects_a_wrong_shape():
-    fig = plots.new_figure(4, 3)
-    heat = plots.Heatmap(fig.add_subplot())
+    fig = canvas.new_figure(4, 3)
+    heat = heatmaps.Heatmap(fig.add_subplot())
     heat.set_labels(["a", "b"], ["x"])
     with pytest.raises(ValueError, match=r"\(1, 2\).*\(2, 2\)"):
         heat.set_data(np.zeros((2, 2)))
 
 
 def test_png_bytes_is_a_png_of_the_figure_size():
-    fig = plots.new_figure(3, 2, dpi=50)
+    fig = canvas.new_figure(3, 2, dpi=50)
     fig.add_subplot().plot([0, 1])
-    image = Image.open(io.BytesIO(plots.png_bytes(fig, draw=True)))
+    image = Image.open(io.BytesIO(canvas.png_bytes(fig, draw=True)))
     assert image.format == "PNG" and image.size == (150, 100)
 
 
 # --------------------------------------------------------------------------- type sizes
 def test_points_and_shown_px_are_inverse_and_ignore_the_dpi():
     # A 10 in figure shown 720 px wide: 1 pt = 1 px, whatever the dpi it is rendered at.
-    assert plots.shown_px(14, 10, 720) == pytest.approx(14)
-    assert plots.points(14, 5, 720) == pytest.approx(7)
-    assert plots.shown_px(plots.points(17, 7.3, 901), 7.3, 901) == pytest.approx(17)
+    assert typography.shown_px(14, 10, 720) == pytest.approx(14)
+    assert typography.points(14, 5, 720) == pytest.approx(7)
+    assert typography.shown_px(typography.points(17, 7.3, 901), 7.3, 901) == pytest.approx(17)
     for dpi in (50, 100, 200):
-        fig = plots.new_figure(10, 2, dpi=dpi)
+        fig = canvas.new_figure(10, 2, dpi=dpi)
         fig.text(0.5, 0.5, "x", fontsize=21)
-        assert plots.smallest_text(fig, 720) == (pytest.approx(21), "x")
-    sizes = plots.TYPE.at(10, 360)  # shown at half the size: twice the points
-    assert sizes.tick == pytest.approx(2 * plots.TYPE.tick)
-    assert plots.TYPE.smallest() >= plots.MIN_TEXT_PX
+        assert typography.smallest_text(fig, 720) == (pytest.approx(21), "x")
+    sizes = typography.TYPE.at(10, 360)  # shown at half the size: twice the points
+    assert sizes.tick == pytest.approx(2 * typography.TYPE.tick)
+    assert typography.TYPE.smallest() >= typography.MIN_TEXT_PX
 
 
 def test_text_sizes_finds_ticks_in_view_legends_and_colorbars():
-    fig = plots.new_figure(6, 3)
+    fig = canvas.new_figure(6, 3)
     ax = fig.add_subplot()
     ax.plot([0, 1], label="a line")
     ax.set_xticks([0, 0.5, 1])
     ax.tick_params(labelsize=9)
     ax.legend(fontsize=20)
-    texts = dict((t, px) for px, t in plots.text_sizes(fig, 6 * 72))
+    texts = dict((t, px) for px, t in typography.text_sizes(fig, 6 * 72))
     assert texts["a line"] == pytest.approx(20)
     assert texts["0.5"] == pytest.approx(9)  # a tick label
-    assert plots.smallest_text(fig, 6 * 72)[0] == pytest.approx(9)
+    assert typography.smallest_text(fig, 6 * 72)[0] == pytest.approx(9)
 
 
 def test_literal_shows_dollars_and_backslashes_as_typed():
     from matplotlib.text import Text
 
     for raw in ["$x$", "a\\$b", "\\alpha", "price $5", "<eos>", "$", "\\"]:
-        shown, math = Text(0, 0, "")._preprocess_math(plots.literal(raw))
+        shown, math = Text(0, 0, "")._preprocess_math(typography.literal(raw))
         assert (shown, math) == (raw, False), raw
-    assert plots.literal(" ") == "␣"
+    assert typography.literal(" ") == "␣"
 
 
 def _heatmap_fig(n_cols: int, n_rows: int, width_px=560, height_px=400):
-    fig, sizes = plots.slide_figure(width_px, height_px)
-    heat = plots.Heatmap(fig.add_subplot(), "t", sizes=sizes)
+    fig, sizes = canvas.slide_figure(width_px, height_px)
+    heat = heatmaps.Heatmap(fig.add_subplot(), "t", sizes=sizes)
     heat.set_labels([f"{i % 10}" for i in range(n_cols)], [f"{i % 10}" for i in range(n_rows)])
     return fig, heat
 
 
 def test_heatmap_labels_are_never_below_14_px_fewer_instead():
     fig, heat = _heatmap_fig(60, 64)
-    px, _ = plots.smallest_text(fig, 560)
-    assert px >= plots.MIN_TEXT_PX
+    px, _ = typography.smallest_text(fig, 560)
+    assert px >= typography.MIN_TEXT_PX
     xt = [t.get_position()[0] for t in heat.ax.get_xticklabels()]
     assert 2 < len(xt) < 60 and xt[-1] == 59  # every k-th, and the last one (<eos>)
     fig, heat = _heatmap_fig(8, 6)
@@ -186,14 +186,14 @@ def test_timings_ticks_are_the_measured_lengths_and_do_not_overlap():
         "rnn_ms": [1, 2, 4, 8, 16, 33],
         "attention_ms": [0.3, 0.4, 0.6, 1.2, 3, 9],
     }
-    fig = plots.timings(t, shown_width_px=780)
+    fig = deck_pictures.timings(t, shown_width_px=780)
     ax = fig.axes[0]
     fig.canvas.draw()
     labels = [lab for lab in ax.get_xticklabels() if lab.get_text()]
     assert [lab.get_text() for lab in labels] == ["16", "32", "64", "128", "256", "512"]
     boxes = [lab.get_window_extent() for lab in labels]
     assert all(a.x1 < b.x0 for a, b in zip(boxes, boxes[1:], strict=False))  # apart
-    assert plots.smallest_text(fig, 780)[0] >= plots.MIN_TEXT_PX
+    assert typography.smallest_text(fig, 780)[0] >= typography.MIN_TEXT_PX
 
 
 class _Decoding:
@@ -206,13 +206,13 @@ class _Decoding:
 
 def test_head_grid_one_panel_per_layer_and_head():
     d = _Decoding()
-    fig = plots.head_grid(d, shown_width_px=1200)
+    fig = deck_pictures.head_grid(d, shown_width_px=1200)
     panels = [ax for ax in fig.axes if ax.get_title()]
     assert [ax.get_title() for ax in panels][:2] == ["layer 1, head 1", "layer 1, head 2"]
     assert len(panels) == 8
     np.testing.assert_allclose(panels[5].images[0].get_array()[..., 0].shape, (10, 11))
-    assert plots.smallest_text(fig, 1200)[0] >= plots.MIN_TEXT_PX
-    texts = {t for _, t in plots.text_sizes(fig, 1200)}
+    assert typography.smallest_text(fig, 1200)[0] >= typography.MIN_TEXT_PX
+    texts = {t for _, t in typography.text_sizes(fig, 1200)}
     assert "<eos>" in texts
 
 
@@ -225,15 +225,15 @@ def test_mask_picture_and_training_plot_read_from_the_back():
     _, w = scaled_dot_product_attention(
         torch.randn(6, 8), torch.randn(6, 8), torch.randn(6, 8), mask=m
     )
-    fig = plots.mask_and_weights(m, w, shown_width_px=900)
-    assert plots.smallest_text(fig, 900)[0] >= plots.MIN_TEXT_PX
+    fig = deck_pictures.mask_and_weights(m, w, shown_width_px=900)
+    assert typography.smallest_text(fig, 900)[0] >= typography.MIN_TEXT_PX
     assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == list("123456")  # from 1
-    tp = plots.TrainingPlot("rnnsearch $x$ on dates", shown_width_px=800)
+    tp = training_plots.TrainingPlot("rnnsearch $x$ on dates", shown_width_px=800)
     for step in range(1, 30):
         tp.add_loss(step, 3 / step)
     tp.set_history({"step": [10, 20], "accuracy": [0.3, 0.9], "seconds": [1.0, 2.0]}, 0.99)
     assert Image.open(io.BytesIO(tp.png())).format == "PNG"
-    assert plots.smallest_text(tp.fig, 800)[0] >= plots.MIN_TEXT_PX
+    assert typography.smallest_text(tp.fig, 800)[0] >= typography.MIN_TEXT_PX
     np.testing.assert_allclose(tp.acc_line.get_ydata(), [0.3, 0.9])
 
 
@@ -249,7 +249,7 @@ def test_live_plot_updates_one_picture_in_place(monkeypatch):
         return Handle()
 
     monkeypatch.setattr("IPython.display.display", display)
-    live = plots.LivePlot("rnnsearch on dates")
+    live = training_plots.LivePlot("rnnsearch on dates")
     for step in range(1, 21):
         live.add_loss(step, 2.0 / step)
     live.update({"step": [10, 20], "accuracy": [0.5, 0.97], "seconds": [0.5, 1.0]}, 0.99)

@@ -84,16 +84,31 @@ def test_fit_learns():
     assert history["loss"][-1] < 0.7 * history["loss"][0]
 
 
-def test_fit_restores_the_thread_count():
+@pytest.mark.parametrize("fails", [False, True])
+def test_fit_trains_on_its_thread_count_and_restores_the_callers(monkeypatch, fails):
+    seen = []  # the thread count while training
+
+    def spy(*args):
+        seen.append(torch.get_num_threads())
+        if fails:
+            raise RuntimeError("training broke")
+        return real_fit(*args)
+
+    real_fit = train._fit
+    monkeypatch.setattr(train, "_fit", spy)
     before = torch.get_num_threads()
-    fit(
-        "rnnsearch",
-        "dates",
-        config=replace(TINY, max_steps=1, threads=1),
-        progress=False,
-        plot=False,
-    )
-    assert torch.get_num_threads() == before
+    torch.set_num_threads(2)  # not the config's count (the test fixture pins 1)
+    try:
+        config = replace(TINY, max_steps=1, threads=1)
+        if fails:
+            with pytest.raises(RuntimeError, match="training broke"):
+                fit("rnnsearch", "dates", config=config, progress=False, plot=False)
+        else:
+            fit("rnnsearch", "dates", config=config, progress=False, plot=False)
+        assert seen == [1]  # trained on the config's one thread
+        assert torch.get_num_threads() == 2  # and the caller's two are back, even after an error
+    finally:
+        torch.set_num_threads(before)
 
 
 def test_evaluate_counts_exact_and_token_matches():
@@ -319,15 +334,27 @@ def test_in_a_notebook_fit_updates_one_picture_in_place(monkeypatch):
         assert image.data[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-def test_python_m_attnlab_train_refuses_bad_arguments_without_a_traceback():
+def test_python_m_attnlab_cli_refuses_bad_arguments_without_a_traceback():
     run = subprocess.run(
-        [sys.executable, "-m", "attnlab.train", "--model", "rnnsearch", "--max-steps", "-5"],
+        [sys.executable, "-m", "attnlab.cli", "--model", "rnnsearch", "--max-steps", "-5"],
         capture_output=True,
         text=True,
         timeout=120,
     )
     assert run.returncode == 2 and "Traceback" not in run.stderr
-    assert "--max-steps" in one_line(run.stderr)
+    assert "python -m attnlab.cli" in run.stderr and "--max-steps" in one_line(run.stderr)
+
+
+def test_python_m_attnlab_train_points_to_the_cli_and_trains_nothing():
+    run = subprocess.run(
+        [sys.executable, "-m", "attnlab.train", "--model", "rnnsearch"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode == 1 and "Traceback" not in run.stderr
+    assert "python -m attnlab.cli" in one_line(run.stderr)
+    assert "writing checkpoints" not in run.stdout  # train.py did not run the command line
 
 
 def test_the_recipes_cover_every_shipped_model_and_match_its_card():

@@ -1,7 +1,7 @@
 r"""The attention core: scores, masked softmax, attention, multi-head attention.
 
 Everything in the lecture is built from the functions in this file, written with the
-lecture's symbols.
+lecture's symbols: each body is its equation.
 
 Conventions
 -----------
@@ -18,22 +18,25 @@ Conventions
   attention is allowed and ``False`` where it is forbidden (the convention of
   :func:`torch.nn.functional.scaled_dot_product_attention`).
 
-A call with incompatible shapes or dtypes (integer tensors, two floating dtypes mixed, a
-non-boolean mask) raises :class:`ValueError` naming the shapes or dtypes it got; every
-function checks its inputs through one helper, :func:`check_inputs`, so each body below is
-just its equation.
+Input checks live below the equations (section "entry points"): every public function and
+``forward`` is wrapped there by :func:`entry_point`, which checks a call from outside once (a
+call from one of these functions to another is not checked again).  Incompatible shapes or
+dtypes (integer tensors, two floating dtypes mixed, a non-boolean mask) raise a one-line
+:class:`ValueError` naming the shapes or dtypes it got; a non-tensor a :class:`TypeError`.
 
-Late binding: :func:`attention` calls :func:`masked_softmax`, and
-:class:`MultiHeadAttention` calls :func:`scaled_dot_product_attention`, through this
-module's globals, so ``unittest.mock.patch.object(attnlab.attention, "masked_softmax", fn)``
-swaps a student's function into every model.
+Late binding: :func:`attention` and :func:`scaled_dot_product_attention` call
+:func:`masked_softmax`, and :class:`MultiHeadAttention` calls
+:func:`scaled_dot_product_attention`, through this module's globals, so
+``unittest.mock.patch.object(attnlab.attention, "masked_softmax", fn)`` swaps a student's
+function into every model.
 """
 
 from __future__ import annotations
 
+import functools
 import math
+import threading
 from collections.abc import Callable
-from functools import partial
 
 import torch
 from torch import Tensor, nn
@@ -54,105 +57,10 @@ __all__ = [
     "padding_mask",
     "MultiHeadAttention",
     "positional_encoding",
-    "check_inputs",
+    "entry_point",
 ]
 
 ScoreFn = Callable[[Tensor, Tensor], Tensor]
-
-
-# --------------------------------------------------------------------------- input checks
-def _shape(x: Tensor) -> tuple[int, ...]:
-    return tuple(x.shape)
-
-
-def _shapes(tensors: dict[str, Tensor]) -> str:
-    return ", ".join(f"{name} {_shape(x)}" for name, x in tensors.items())
-
-
-def _check_dtypes(tensors: dict[str, Tensor], weights: torch.dtype | None) -> None:
-    """Tensors, floating point, all of one dtype (that of the weights, if any)."""
-    for name, x in tensors.items():
-        if not isinstance(x, Tensor):
-            raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
-    dtypes = ", ".join(f"{name} {x.dtype}" for name, x in tensors.items())
-    if not all(x.is_floating_point() for x in tensors.values()):
-        raise ValueError(f"attention needs floating-point tensors; got {dtypes}")
-    if len({x.dtype for x in tensors.values()}) > 1:
-        raise ValueError(f"attention needs one floating dtype for all inputs; got {dtypes}")
-    if weights is not None and next(iter(tensors.values())).dtype != weights:
-        raise ValueError(f"inputs must have the dtype of the weights, {weights}; got {dtypes}")
-
-
-def _check_mask(mask: Tensor, target: tuple[int, ...]) -> None:
-    """A boolean mask that broadcasts to ``target`` (..., m, n)."""
-    if not isinstance(mask, Tensor):
-        raise TypeError(f"mask must be a torch.Tensor, got {type(mask).__name__}")
-    if mask.dtype != torch.bool:
-        raise ValueError(
-            f"mask must be a boolean tensor (True = attention allowed); got dtype {mask.dtype}"
-        )
-    try:
-        ok = torch.broadcast_shapes(mask.shape, target) == torch.Size(target)
-    except RuntimeError:
-        ok = False
-    if not ok:
-        raise ValueError(
-            f"mask of shape {_shape(mask)} does not broadcast to (..., m, n) = {target}"
-        )
-
-
-def _check_sizes(
-    tensors: dict[str, Tensor], dims: tuple[int | None, ...], same_dim: bool
-) -> torch.Size:
-    """(query, keys[, values]): at least 2-D, the expected last dims, one n, batches broadcast.
-
-    Returns the broadcast batch shape."""
-    xs = list(tensors.values())
-    if any(x.dim() < 2 for x in xs):
-        raise ValueError(
-            f"need (..., m, d_q), (..., n, d_k)[, (..., n, d_v)]; got {_shapes(tensors)}"
-        )
-    if any(d is not None and x.shape[-1] != d for x, d in zip(xs, dims, strict=False)):
-        want = ", ".join(f"(..., {'d' if d is None else d})" for d in dims)
-        raise ValueError(f"expected last dimensions {want}; got {_shapes(tensors)}")
-    if same_dim and xs[0].shape[-1] != xs[1].shape[-1]:
-        raise ValueError(
-            f"queries and keys need the same last dimension (d_q == d_k); got {_shapes(tensors)}"
-        )
-    if len(xs) == 3 and xs[1].shape[-2] != xs[2].shape[-2]:
-        raise ValueError(f"keys and values need the same length n; got {_shapes(tensors)}")
-    try:
-        return torch.broadcast_shapes(*(x.shape[:-2] for x in xs))
-    except RuntimeError:
-        raise ValueError(f"batch dimensions do not broadcast: {_shapes(tensors)}") from None
-
-
-def check_inputs(
-    mask: Tensor | None = None,
-    dims: tuple[int | None, ...] = (),
-    same_dim: bool = False,
-    weights: torch.dtype | None = None,
-    **tensors: Tensor,
-) -> None:
-    """The one input check of this module; a clear ValueError (TypeError for non-tensors).
-
-    ``tensors`` by name: one tensor (scores, ``(..., m, n)``), or queries, keys and
-    optionally values (``(..., m, d_q)``, ``(..., n, d_k)``, ``(..., n, d_v)``).  All must be
-    floating point of one dtype; ``dims`` gives expected last dimensions (None: any);
-    ``same_dim`` requires d_q == d_k; ``mask`` must be boolean and broadcast to (..., m, n);
-    ``weights``: the dtype of a module's parameters, which the inputs must share.
-    """
-    _check_dtypes(tensors, weights)
-    xs = list(tensors.values())
-    if len(xs) == 1:  # scores (..., m, n)
-        if xs[0].dim() < 1:
-            raise ValueError(f"scores must have at least one dimension; got {_shapes(tensors)}")
-        target = _shape(xs[0])
-    else:
-        batch = _check_sizes(tensors, dims, same_dim)
-        target = (*batch, xs[0].shape[-2], xs[1].shape[-2])
-    if mask is not None:
-        _check_mask(mask, target)
 
 
 # --------------------------------------------------------------------------- score functions
@@ -161,7 +69,6 @@ def dot_score(query: Tensor, keys: Tensor) -> Tensor:
 
     query (..., m, d), keys (..., n, d) -> scores (..., m, n).
     """
-    check_inputs(same_dim=True, query=query, keys=keys)
     return query @ keys.transpose(-2, -1)  # (..., m, d) @ (..., d, n) = (..., m, n)
 
 
@@ -172,7 +79,6 @@ def scaled_dot_score(query: Tensor, keys: Tensor) -> Tensor:
     softmax does not saturate (see the ScaledDotExplorer widget).
     query (..., m, d_k), keys (..., n, d_k) -> scores (..., m, n).
     """
-    check_inputs(same_dim=True, query=query, keys=keys)
     d_k = keys.shape[-1]
     # QK^T / sqrt(d_k) = (Q / sqrt(d_k)) K^T: scaling Q costs m*d_k operations, not m*n.
     return (query / math.sqrt(d_k)) @ keys.transpose(-2, -1)  # (..., m, n)
@@ -205,7 +111,6 @@ class GeneralScore(nn.Module):
         nn.init.xavier_uniform_(self.W_a)
 
     def forward(self, query: Tensor, keys: Tensor) -> Tensor:
-        check_inputs(dims=(self.d_q, self.d_k), weights=self.W_a.dtype, query=query, keys=keys)
         # s^T W_a h  =  (s^T W_a) h:  (..., m, d_q) @ (d_q, d_k) @ (..., d_k, n) = (..., m, n)
         return (query @ self.W_a) @ keys.transpose(-2, -1)
 
@@ -236,7 +141,6 @@ class AdditiveScore(nn.Module):
     def forward(self, query: Tensor, keys: Tensor, Uh: Tensor | None = None) -> Tensor:
         """query (..., m, d_q), keys (..., n, d_k) -> scores (..., m, n); ``Uh`` from
         :meth:`precompute` (these keys) saves recomputing U h_i."""
-        check_inputs(dims=(self.d_q, self.d_k), weights=self.W.weight.dtype, query=query, keys=keys)
         Ws = self.W(query).unsqueeze(-2)  # W s: (..., m, 1, d_attn)
         Uh = (self.U(keys) if Uh is None else Uh).unsqueeze(-3)  # U h_i: (..., 1, n, d_attn)
         return self.v(torch.tanh(Ws + Uh)).squeeze(-1)  # v^T tanh(W s + U h_i): (..., m, n)
@@ -245,23 +149,18 @@ class AdditiveScore(nn.Module):
         return f"d_q={self.d_q}, d_k={self.d_k}, d_attn={self.d_attn}"
 
 
-#: The four interchangeable scores by name (used by the models, the widgets and the deck).
-SCORES = ("dot", "scaled_dot", "general", "additive")
+#: The one table from score names to scores: name -> build(d_q, d_k, d_attn) -> the module.
+SCORES: dict[str, Callable[[int, int, int], nn.Module]] = {
+    "dot": lambda d_q, d_k, d_attn: DotScore(),
+    "scaled_dot": lambda d_q, d_k, d_attn: ScaledDotScore(),
+    "general": lambda d_q, d_k, d_attn: GeneralScore(d_q, d_k),
+    "additive": lambda d_q, d_k, d_attn: AdditiveScore(d_q, d_k, d_attn),
+}
 
 
 def make_score(name: str, d_q: int, d_k: int, d_attn: int | None = None) -> nn.Module:
-    """Build one of the four scores by name: "dot", "scaled_dot", "general", "additive"."""
-    if name in ("dot", "scaled_dot") and d_q != d_k:
-        raise ValueError(f"the {name!r} score needs d_q == d_k; got d_q={d_q}, d_k={d_k}")
-    builders = {
-        "dot": DotScore,
-        "scaled_dot": ScaledDotScore,
-        "general": partial(GeneralScore, d_q, d_k),
-        "additive": partial(AdditiveScore, d_q, d_k, d_attn or d_k),
-    }
-    if name not in builders:
-        raise ValueError(f"unknown score {name!r}; choose one of {', '.join(SCORES)}")
-    return builders[name]()
+    """Build one of the four scores of :data:`SCORES` by name ("additive": d_attn = d_k unless given)."""
+    return SCORES[name](d_q, d_k, d_attn or d_k)
 
 
 # --------------------------------------------------------------------------- softmax and masks
@@ -272,7 +171,6 @@ def masked_softmax(scores: Tensor, mask: Tensor | None = None) -> Tensor:
     Masked positions get exactly 0.  A row where nothing is allowed is all zeros (never NaN).
     Numerically stable: the row maximum is subtracted first, so scores of 1e4 are fine.
     """
-    check_inputs(mask=mask, scores=scores)
     if mask is None:
         return torch.softmax(scores, dim=-1)
     # Forbidden scores -> the most negative float, so exp(score - row max) underflows to 0.
@@ -285,8 +183,6 @@ def masked_softmax(scores: Tensor, mask: Tensor | None = None) -> Tensor:
 
 def causal_mask(n: int, device: torch.device | str | None = None) -> Tensor:
     """(n, n) boolean mask, True on and below the diagonal: position t sees 1..t, never the future."""
-    if not isinstance(n, int) or isinstance(n, bool) or n < 0:
-        raise ValueError(f"causal_mask needs a non-negative int n; got {n!r}")
     return torch.ones(n, n, dtype=torch.bool, device=device).tril()
 
 
@@ -296,48 +192,27 @@ def padding_mask(lengths: Tensor | list[int], n: int) -> Tensor:
     ``lengths`` holds B sequence lengths (each 0..n).  To mask keys for scores of shape
     (B, m, n) use ``padding_mask(lengths, n)[:, None, :]`` (shape (B, 1, n)).
     """
-    if not isinstance(n, int) or isinstance(n, bool) or n < 0:
-        raise ValueError(f"padding_mask needs a non-negative int n; got {n!r}")
-    lengths = torch.as_tensor(lengths)
-    if lengths.dim() != 1:
-        raise ValueError(f"lengths must be 1-D (B,); got shape {_shape(lengths)}")
-    if lengths.numel() and (lengths.is_floating_point() or lengths.is_complex()):
-        raise ValueError(f"lengths must be integers; got {lengths.tolist()}")
-    if lengths.numel() and (int(lengths.min()) < 0 or int(lengths.max()) > n):
-        raise ValueError(f"lengths must lie in 0..{n}; got {lengths.tolist()}")
+    lengths = torch.as_tensor(lengths)  # (B,)
     positions = torch.arange(n, device=lengths.device)  # (n,)
     return positions[None, :] < lengths[:, None]  # (B, n)
 
 
 # --------------------------------------------------------------------------- attention
-def _score_fn(score: ScoreFn | str) -> ScoreFn:
-    """A score given by name ("dot", "scaled_dot") as its function; callables unchanged."""
-    if not isinstance(score, str):
-        return score
-    if score not in ("dot", "scaled_dot"):
-        raise ValueError(
-            f"score by name must be 'dot' or 'scaled_dot' (the others have weights: "
-            f"pass GeneralScore(...) or AdditiveScore(...)); got {score!r}"
-        )
-    return dot_score if score == "dot" else scaled_dot_score
-
-
 def attention(
     query: Tensor,
     keys: Tensor,
     values: Tensor,
-    score: ScoreFn | str = "dot",
+    score: ScoreFn | str = dot_score,
     mask: Tensor | None = None,
 ) -> tuple[Tensor, Tensor]:
     r"""General attention: c_t = sum_i alpha_{t,i} h_i with alpha = softmax(score(s, h)).
 
     query (..., m, d_q), keys (..., n, d_k), values (..., n, d_v), ``score`` any of the four
-    scores (a module, a function ``score(query, keys) -> (..., m, n)``, or its name for the
-    parameter-free "dot" and "scaled_dot"), mask broadcastable to (..., m, n).
+    scores (a module, a function ``score(query, keys) -> (..., m, n)``, or the name of a
+    parameter-free one: "dot", "scaled_dot"), mask broadcastable to (..., m, n).
     Returns ``(context, alpha)``: context (..., m, d_v), alpha (..., m, n).
     """
-    check_inputs(mask=mask, query=query, keys=keys, values=values)
-    scores = _score_fn(score)(query, keys)  # e_{t,i} = score(s_t, h_i): (..., m, n)
+    scores = score(query, keys)  # e_{t,i} = score(s_t, h_i): (..., m, n)
     alpha = masked_softmax(scores, mask)  # alpha_{t,i} = softmax_i(e_{t,i})
     context = alpha @ values  # c_t = sum_i alpha_{t,i} h_i: (..., m, d_v)
     return context, alpha
@@ -351,7 +226,6 @@ def scaled_dot_product_attention(
     Q (..., m, d_k), K (..., n, d_k), V (..., n, d_v), mask broadcastable to (..., m, n).
     Returns ``(output, weights)``: output (..., m, d_v), weights (..., m, n).
     """
-    check_inputs(mask=mask, same_dim=True, Q=Q, K=K, V=V)
     scores = scaled_dot_score(Q, K)  # Q K^T / sqrt(d_k): (..., m, n)
     weights = masked_softmax(scores, mask)  # softmax over the keys
     return weights @ V, weights  # (..., m, d_v), (..., m, n)
@@ -361,15 +235,14 @@ class MultiHeadAttention(nn.Module):
     r"""MultiHead(Q, K, V) = Concat(head_1..head_h) W^O, head_i = Attention(Q W_i^Q, K W_i^K, V W_i^V).
 
     The same parameters as :class:`torch.nn.MultiheadAttention` (projections with biases),
-    batch first.  ``forward(query, key, value, mask=None) -> (output, weights)`` with
-    query (..., m, d_model), key and value (..., n, d_model); output (..., m, d_model) and
-    the weights of every head (..., num_heads, m, n).  ``mask`` is boolean, True where
-    allowed, broadcastable to (..., m, n) and shared by all heads: an (m, n) causal mask,
-    or a (B, 1, n) / (B, m, n) padding mask.  ``dropout`` (default 0) applies to the
-    attention weights in training mode, like torch's.
+    batch first, no dropout.  ``forward(query, key, value, mask=None) -> output`` with
+    query (..., m, d_model), key and value (..., n, d_model) and output (..., m, d_model);
+    the weights of every head of the last call stay on the module: ``attn`` (..., h, m, n).
+    ``mask`` is boolean, True where allowed, broadcastable to (..., m, n) and shared by all
+    heads: an (m, n) causal mask, or a (B, 1, n) / (B, m, n) padding mask.
     """
 
-    def __init__(self, d_model: int, num_heads: int, dropout: float = 0.0):
+    def __init__(self, d_model: int, num_heads: int):
         super().__init__()
         if d_model <= 0 or num_heads <= 0 or d_model % num_heads != 0:
             raise ValueError(
@@ -382,72 +255,31 @@ class MultiHeadAttention(nn.Module):
         self.W_k = nn.Linear(d_model, d_model)
         self.W_v = nn.Linear(d_model, d_model)
         self.W_o = nn.Linear(d_model, d_model)
-        self.dropout = nn.Dropout(dropout)
+        self.attn: Tensor | None = None  # the weights of the last call: (..., h, m, n)
 
-    def _split_heads(self, x: Tensor) -> Tensor:
-        # (..., T, d_model) -> (..., h, T, d_k)
+    def split_heads(self, x: Tensor) -> Tensor:
+        """(..., T, d_model) -> (..., h, T, d_k): head i gets columns i d_k .. (i + 1) d_k."""
         return x.unflatten(-1, (self.num_heads, self.d_k)).transpose(-3, -2)
 
     def forward(
         self, query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None = None
-    ) -> tuple[Tensor, Tensor]:
-        d = self.d_model
-        dtype = self.W_q.weight.dtype
-        check_inputs(mask=mask, dims=(d, d, d), weights=dtype, query=query, key=key, value=value)
+    ) -> Tensor:
         if mask is not None and mask.dim() >= 3:
             mask = mask.unsqueeze(-3)  # the same mask for every head: (..., 1, m, n)
-        Q = self._split_heads(self.W_q(query))  # Q W_i^Q for every head: (..., h, m, d_k)
-        K = self._split_heads(self.W_k(key))  # K W_i^K: (..., h, n, d_k)
-        V = self._split_heads(self.W_v(value))  # V W_i^V: (..., h, n, d_k)
-        heads, weights = scaled_dot_product_attention(Q, K, V, mask)  # head_i: (..., h, m, d_k)
-        if self.training and self.dropout.p > 0:  # like torch: drop weights, not the output
-            heads = self.dropout(weights) @ V
+        Q = self.split_heads(self.W_q(query))  # Q W_i^Q for every head: (..., h, m, d_k)
+        K = self.split_heads(self.W_k(key))  # K W_i^K: (..., h, n, d_k)
+        V = self.split_heads(self.W_v(value))  # V W_i^V: (..., h, n, d_k)
+        heads, self.attn = scaled_dot_product_attention(Q, K, V, mask)  # (..., h, m, d_k)
         concat = heads.transpose(-3, -2).flatten(-2)  # Concat(head_1..head_h): (..., m, d_model)
-        return self.W_o(concat), weights  # (..., m, d_model), (..., h, m, n)
+        return self.W_o(concat)  # (..., m, d_model)
 
-    @classmethod
-    def from_torch(cls, twin: nn.MultiheadAttention) -> MultiHeadAttention:
-        """The same layer as a ``torch.nn.MultiheadAttention``, weights copied, same mode.
-
-        torch stacks W_q, W_k, W_v into ``in_proj_weight`` (3 d_model, d_model); both compute
-        y = x W^T + b, so the copies give the same outputs and the same per-head weights.
-        Refuses (ValueError) what this layer cannot hold: ``add_bias_kv``,
-        ``add_zero_attn``, ``kdim``/``vdim`` other than ``embed_dim``, missing biases.
-        """
-        _check_copyable(twin)
-        mha = cls(twin.embed_dim, twin.num_heads, dropout=twin.dropout)
-        w_q, w_k, w_v = twin.in_proj_weight.detach().chunk(3)  # each (d_model, d_model)
-        b_q, b_k, b_v = twin.in_proj_bias.detach().chunk(3)
-        with torch.no_grad():
-            for layer, w, b in ((mha.W_q, w_q, b_q), (mha.W_k, w_k, b_k), (mha.W_v, w_v, b_v)):
-                layer.weight.copy_(w)
-                layer.bias.copy_(b)
-            mha.W_o.weight.copy_(twin.out_proj.weight)
-            mha.W_o.bias.copy_(twin.out_proj.bias)
-        return mha.train(twin.training)
+    @property
+    def weights(self) -> Tensor | None:
+        """The same as :attr:`attn`: every head's weights of the last call (..., h, m, n)."""
+        return self.attn
 
     def extra_repr(self) -> str:
         return f"d_model={self.d_model}, num_heads={self.num_heads}"
-
-
-def _check_copyable(twin: object) -> None:
-    """ValueError naming what a torch.nn.MultiheadAttention has that MultiHeadAttention lacks."""
-    if not isinstance(twin, nn.MultiheadAttention):
-        raise TypeError(
-            f"from_torch needs a torch.nn.MultiheadAttention, got {type(twin).__name__}"
-        )
-    problems = [
-        ("add_bias_kv=True (bias_k, bias_v)", twin.bias_k is not None),
-        ("add_zero_attn=True", twin.add_zero_attn),
-        (
-            f"kdim={twin.kdim}, vdim={twin.vdim} != embed_dim={twin.embed_dim}",
-            not twin._qkv_same_embed_dim,
-        ),
-        ("bias=False", twin.in_proj_bias is None or twin.out_proj.bias is None),
-    ]
-    found = [what for what, bad in problems if bad]
-    if found:
-        raise ValueError(f"from_torch cannot copy a MultiheadAttention with {'; '.join(found)}")
 
 
 # --------------------------------------------------------------------------- positions
@@ -456,8 +288,6 @@ def positional_encoding(n: int, d: int) -> Tensor:
 
     PE[pos, 2i] = sin(pos / 10000^{2i/d}),  PE[pos, 2i+1] = cos(pos / 10000^{2i/d}).
     """
-    if not isinstance(n, int) or not isinstance(d, int) or n < 0 or d <= 0:
-        raise ValueError(f"positional_encoding needs ints n >= 0 and d > 0; got n={n!r}, d={d!r}")
     pos = torch.arange(n, dtype=torch.float32)[:, None]  # (n, 1)
     two_i = torch.arange(0, d, 2, dtype=torch.float32)  # (ceil(d/2),)
     angle = pos / torch.pow(10000.0, two_i / d)  # (n, ceil(d/2))
@@ -465,3 +295,286 @@ def positional_encoding(n: int, d: int) -> Tensor:
     pe[:, 0::2] = torch.sin(angle)
     pe[:, 1::2] = torch.cos(angle[:, : d // 2])
     return pe
+
+
+# =========================================================================== entry points
+# Below the equations: the input checks.  Each public function (and each ``forward``) is
+# replaced at the end of this file by ``entry_point(fn, args)``: ``args`` takes fn's arguments,
+# raises a one-line ValueError (TypeError for a non-tensor) for bad ones, and returns them
+# ready for fn.  A call from inside another checked call is not checked again (MultiHead ->
+# scaled_dot_product_attention -> scaled_dot_score -> masked_softmax: one check, not four).
+_state = threading.local()  # .inside: True while a checked call runs in this thread
+
+
+def entry_point(fn: Callable, args: Callable[..., tuple]) -> Callable:
+    """``fn`` whose calls from outside first go through ``args(*a, **kw) -> a'`` (its check).
+
+    ``inspect.unwrap`` (and so the deck's ``show_source``) gives back the plain ``fn``.
+    """
+
+    @functools.wraps(fn)
+    def entry(*a, **kw):
+        if getattr(_state, "inside", False):  # called by a checked function: checked already
+            return fn(*a, **kw)
+        a = args(*a, **kw)
+        _state.inside = True
+        try:
+            return fn(*a)
+        finally:
+            _state.inside = False
+
+    return entry
+
+
+def _shapes(tensors: dict[str, Tensor]) -> str:
+    return ", ".join(f"{name} {tuple(x.shape)}" for name, x in tensors.items())
+
+
+def _check_dtypes(tensors: dict[str, Tensor], weights: torch.dtype | None = None) -> None:
+    """Tensors, floating point, all of one dtype (that of the weights, if any)."""
+    for name, x in tensors.items():
+        if not isinstance(x, Tensor):
+            raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
+    dtype = next(iter(tensors.values())).dtype
+    same = all(x.dtype == dtype for x in tensors.values())
+    if same and dtype.is_floating_point and weights in (None, dtype):
+        return
+    dtypes = ", ".join(f"{name} {x.dtype}" for name, x in tensors.items())
+    if not all(x.is_floating_point() for x in tensors.values()):
+        raise ValueError(f"attention needs floating-point tensors; got {dtypes}")
+    if not same:
+        raise ValueError(f"attention needs one floating dtype for all inputs; got {dtypes}")
+    raise ValueError(f"inputs must have the dtype of the weights, {weights}; got {dtypes}")
+
+
+def _broadcast(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...] | None:
+    """The broadcast shape of ``a`` and ``b`` (numpy's rule), or None where they clash."""
+    if a == b:
+        return a
+    out = []
+    for i in range(1, max(len(a), len(b)) + 1):
+        x = a[-i] if i <= len(a) else 1
+        y = b[-i] if i <= len(b) else 1
+        if x != y and 1 not in (x, y):
+            return None
+        out.append(y if x == 1 else x)
+    return tuple(reversed(out))
+
+
+def _check_mask(mask: Tensor | None, target: tuple[int, ...]) -> None:
+    """None, or a boolean mask that broadcasts to ``target`` (..., m, n)."""
+    if mask is None:
+        return
+    if not isinstance(mask, Tensor):
+        raise TypeError(f"mask must be a torch.Tensor, got {type(mask).__name__}")
+    if mask.dtype != torch.bool:
+        raise ValueError(
+            f"mask must be a boolean tensor (True = attention allowed); got dtype {mask.dtype}"
+        )
+    shape = tuple(mask.shape)
+    if shape != target[len(target) - len(shape) :] and _broadcast(shape, target) != target:
+        raise ValueError(
+            f"mask of shape {tuple(mask.shape)} does not broadcast to (..., m, n) = {target}"
+        )
+
+
+def _check_sizes(
+    tensors: dict[str, Tensor], dims: tuple[int | None, ...] = (), same_dim: bool = False
+) -> tuple[int, ...]:
+    """(query, keys[, values]): at least 2-D, the expected last dims, one n, batches broadcast.
+
+    Returns the shape of the scores, (..., m, n)."""
+    shapes = [tuple(x.shape) for x in tensors.values()]
+    q, k, v = shapes[0], shapes[1], shapes[-1]
+    usual = len(q) >= 2 and len(k) >= 2 and len(v) >= 2 and k[-2] == v[-2]  # one n
+    usual = usual and q[:-2] == k[:-2] == v[:-2] and (not same_dim or q[-1] == k[-1])
+    if usual and (
+        not dims or all(d is None or s[-1] == d for s, d in zip(shapes, dims, strict=False))
+    ):
+        return (*q[:-2], q[-2], k[-2])  # the usual call: one batch shape, sizes right
+    if any(len(s) < 2 for s in shapes):
+        raise ValueError(
+            f"need (..., m, d_q), (..., n, d_k)[, (..., n, d_v)]; got {_shapes(tensors)}"
+        )
+    if any(d is not None and s[-1] != d for s, d in zip(shapes, dims, strict=False)):
+        want = ", ".join(f"(..., {'d' if d is None else d})" for d in dims)
+        raise ValueError(f"expected last dimensions {want}; got {_shapes(tensors)}")
+    if same_dim and q[-1] != k[-1]:
+        raise ValueError(
+            f"queries and keys need the same last dimension (d_q == d_k); got {_shapes(tensors)}"
+        )
+    if k[-2] != v[-2]:
+        raise ValueError(f"keys and values need the same length n; got {_shapes(tensors)}")
+    batch: tuple[int, ...] | None = q[:-2]
+    for s in shapes[1:]:
+        batch = None if batch is None else _broadcast(batch, s[:-2])
+    if batch is None:
+        raise ValueError(f"batch dimensions do not broadcast: {_shapes(tensors)}")
+    return (*batch, q[-2], k[-2])
+
+
+def _check_score(score: object, query: Tensor, keys: Tensor) -> None:
+    """The checks of a score of this module on (query, keys); other callables: none here."""
+    score = score.func if isinstance(score, functools.partial) else score  # Uh=... bound
+    if score in _SCORE_FNS or isinstance(score, (DotScore, ScaledDotScore)):
+        _check_sizes({"query": query, "keys": keys}, same_dim=True)
+    elif isinstance(score, GeneralScore):
+        _general_args(score, query, keys)
+    elif isinstance(score, AdditiveScore):
+        _additive_args(score, query, keys)
+
+
+def _score_fn(score: object) -> ScoreFn:
+    """``score`` as a function: by name ("dot", "scaled_dot") or as given if callable."""
+    if isinstance(score, str):
+        if score in ("dot", "scaled_dot"):
+            return dot_score if score == "dot" else scaled_dot_score
+        raise ValueError(
+            f"score by name must be 'dot' or 'scaled_dot' (the others have weights: "
+            f"pass GeneralScore(...) or AdditiveScore(...)); got {score!r}"
+        )
+    if not callable(score):
+        raise TypeError(f"score must be a function or a module, got {type(score).__name__}")
+    return score
+
+
+def _returns_scores(score: ScoreFn, target: tuple[int, ...]) -> ScoreFn:
+    """A score from outside this module, whose result is checked: (..., m, n) floats."""
+
+    def outside_score(query: Tensor, keys: Tensor) -> Tensor:
+        e = score(query, keys)
+        ok = isinstance(e, Tensor) and e.is_floating_point() and e.dim() >= 2
+        if not (ok and _broadcast(tuple(e.shape), target) == target):
+            got = f"shape {tuple(e.shape)}" if isinstance(e, Tensor) else type(e).__name__
+            raise ValueError(
+                f"the score must return scores of shape (..., m, n) = {target}; got {got}"
+            )
+        return e
+
+    return outside_score
+
+
+def _query_keys_args(query: Tensor, keys: Tensor) -> tuple:
+    _check_dtypes({"query": query, "keys": keys})
+    _check_sizes({"query": query, "keys": keys}, same_dim=True)
+    return query, keys
+
+
+def _module_args(module: nn.Module, query: Tensor, keys: Tensor) -> tuple:
+    return (module, *_query_keys_args(query, keys))
+
+
+def _general_args(module: GeneralScore, query: Tensor, keys: Tensor) -> tuple:
+    _check_dtypes({"query": query, "keys": keys}, module.W_a.dtype)
+    _check_sizes({"query": query, "keys": keys}, dims=(module.d_q, module.d_k))
+    return module, query, keys
+
+
+def _additive_args(
+    module: AdditiveScore, query: Tensor, keys: Tensor, Uh: Tensor | None = None
+) -> tuple:
+    _check_dtypes({"query": query, "keys": keys}, module.W.weight.dtype)
+    _check_sizes({"query": query, "keys": keys}, dims=(module.d_q, module.d_k))
+    return module, query, keys, Uh
+
+
+def _make_score_args(name: str, d_q: int, d_k: int, d_attn: int | None = None) -> tuple:
+    if name not in SCORES:
+        raise ValueError(f"unknown score {name!r}; choose one of {', '.join(SCORES)}")
+    if name in ("dot", "scaled_dot") and d_q != d_k:
+        raise ValueError(f"the {name!r} score needs d_q == d_k; got d_q={d_q}, d_k={d_k}")
+    return name, d_q, d_k, d_attn
+
+
+def _masked_softmax_args(scores: Tensor, mask: Tensor | None = None) -> tuple:
+    _check_dtypes({"scores": scores})
+    if scores.dim() < 1:
+        raise ValueError(
+            f"scores must have at least one dimension; got scores {tuple(scores.shape)}"
+        )
+    _check_mask(mask, tuple(scores.shape))
+    return scores, mask
+
+
+def _nonnegative_int(name: str, n: object, value: object) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise ValueError(f"{name} needs a non-negative int {n}; got {value!r}")
+
+
+def _causal_mask_args(n: int, device: torch.device | str | None = None) -> tuple:
+    _nonnegative_int("causal_mask", "n", n)
+    return n, device
+
+
+def _padding_mask_args(lengths: Tensor | list[int], n: int) -> tuple:
+    _nonnegative_int("padding_mask", "n", n)
+    lengths = torch.as_tensor(lengths)
+    if lengths.dim() != 1:
+        raise ValueError(f"lengths must be 1-D (B,); got shape {tuple(lengths.shape)}")
+    if lengths.numel() and (lengths.is_floating_point() or lengths.is_complex()):
+        raise ValueError(f"lengths must be integers; got {lengths.tolist()}")
+    if lengths.numel() and (int(lengths.min()) < 0 or int(lengths.max()) > n):
+        raise ValueError(f"lengths must lie in 0..{n}; got {lengths.tolist()}")
+    return lengths, n
+
+
+def _attention_args(
+    query: Tensor,
+    keys: Tensor,
+    values: Tensor,
+    score: ScoreFn | str = dot_score,
+    mask: Tensor | None = None,
+) -> tuple:
+    tensors = {"query": query, "keys": keys, "values": values}
+    _check_dtypes(tensors)
+    target = _check_sizes(tensors)
+    _check_mask(mask, target)
+    score = _score_fn(score)
+    _check_score(score, query, keys)
+    known = isinstance(score, (functools.partial, *_SCORE_MODULES)) or score in _SCORE_FNS
+    return query, keys, values, score if known else _returns_scores(score, target), mask
+
+
+def _sdpa_args(Q: Tensor, K: Tensor, V: Tensor, mask: Tensor | None = None) -> tuple:
+    _check_dtypes({"Q": Q, "K": K, "V": V})
+    _check_mask(mask, _check_sizes({"Q": Q, "K": K, "V": V}, same_dim=True))
+    return Q, K, V, mask
+
+
+def _multi_head_args(
+    module: MultiHeadAttention,
+    query: Tensor,
+    key: Tensor,
+    value: Tensor,
+    mask: Tensor | None = None,
+) -> tuple:
+    tensors, d = {"query": query, "key": key, "value": value}, module.d_model
+    _check_dtypes(tensors, module.W_q.weight.dtype)
+    _check_mask(mask, _check_sizes(tensors, dims=(d, d, d)))
+    return module, query, key, value, mask
+
+
+def _positional_encoding_args(n: int, d: int) -> tuple:
+    if not isinstance(n, int) or not isinstance(d, int) or n < 0 or d <= 0:
+        raise ValueError(f"positional_encoding needs ints n >= 0 and d > 0; got n={n!r}, d={d!r}")
+    return n, d
+
+
+_SCORE_FNS = (dot_score, scaled_dot_score)  # the plain functions, before entry_point() below
+_SCORE_MODULES = (DotScore, ScaledDotScore, GeneralScore, AdditiveScore)
+
+dot_score = entry_point(dot_score, _query_keys_args)
+scaled_dot_score = entry_point(scaled_dot_score, _query_keys_args)
+_SCORE_FNS += (dot_score, scaled_dot_score)
+DotScore.forward = entry_point(DotScore.forward, _module_args)
+ScaledDotScore.forward = entry_point(ScaledDotScore.forward, _module_args)
+GeneralScore.forward = entry_point(GeneralScore.forward, _general_args)
+AdditiveScore.forward = entry_point(AdditiveScore.forward, _additive_args)
+make_score = entry_point(make_score, _make_score_args)
+masked_softmax = entry_point(masked_softmax, _masked_softmax_args)
+causal_mask = entry_point(causal_mask, _causal_mask_args)
+padding_mask = entry_point(padding_mask, _padding_mask_args)
+attention = entry_point(attention, _attention_args)
+scaled_dot_product_attention = entry_point(scaled_dot_product_attention, _sdpa_args)
+MultiHeadAttention.forward = entry_point(MultiHeadAttention.forward, _multi_head_args)
+positional_encoding = entry_point(positional_encoding, _positional_encoding_args)

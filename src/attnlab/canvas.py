@@ -10,13 +10,15 @@ of blitting (redraw only what moves).
 from __future__ import annotations
 
 import io
+import json
 
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from PIL import Image
+from PIL.PngImagePlugin import PngInfo
 
-from attnlab.typography import TYPE, TypeSizes
+from attnlab.typography import RECORD_KEY, TYPE, TypeSizes, picture_record
 
 __all__ = ["new_figure", "slide_figure", "png_bytes", "cache_background", "restore_background"]
 
@@ -46,6 +48,8 @@ def png_bytes(fig: Figure, draw: bool = False, palette: bool = False) -> bytes:
     Fast PNG settings: the buffer is already rendered, PIL only compresses it lightly
     (zlib level 1 with run-length encoding, which suits flat-coloured plots).  ``palette``:
     256 colours and zlib level 6, about 4x smaller (for frames an exported page embeds).
+    The PNG carries :func:`attnlab.typography.picture_record` (its smallest text, the labels of
+    its heatmaps) in a text chunk ``RECORD_KEY``: the browser tests read it on the slides.
     """
     canvas = fig.canvas
     if draw:
@@ -53,11 +57,15 @@ def png_bytes(fig: Figure, draw: bool = False, palette: bool = False) -> bytes:
     rgba = np.asarray(canvas.buffer_rgba())  # (H, W, 4) uint8, no copy
     image = Image.frombuffer("RGBA", (rgba.shape[1], rgba.shape[0]), rgba, "raw", "RGBA", 0, 1)
     out = io.BytesIO()
+    info = PngInfo()
+    info.add_itxt(RECORD_KEY, json.dumps(picture_record(fig), ensure_ascii=False), zip=True)
     if palette:
         rgb = image.convert("RGB").quantize(256, method=Image.Quantize.FASTOCTREE)
-        rgb.save(out, format="png", compress_level=6)
-    else:
-        image.convert("RGB").save(out, format="png", compress_level=1, compress_type=3)  # Z_RLE
+        rgb.save(out, format="png", compress_level=6, pnginfo=info)
+    else:  # Z_RLE compression:
+        image.convert("RGB").save(
+            out, format="png", compress_level=1, compress_type=3, pnginfo=info
+        )
     return out.getvalue()
 
 

@@ -39,9 +39,8 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import os
 import re
-import secrets
+import stat
 import typing
 from dataclasses import fields
 from pathlib import Path
@@ -54,6 +53,7 @@ from safetensors.torch import save as save_tensors
 
 from attnlab.attention import SCORES
 from attnlab.data import Vocab
+from attnlab.io import write_atomic
 from attnlab.registry import MODEL_KINDS, build_model
 
 __all__ = [
@@ -67,7 +67,6 @@ __all__ = [
     "read_card",
     "save",
     "weights_path",
-    "write_atomic",
 ]
 
 CHECKPOINT_DIR = Path(__file__).resolve().parent / "checkpoints"
@@ -92,6 +91,8 @@ FORMAT = 2  # the card's "format": 2 = signed card, content-addressed weights
 MAX_CARD_BYTES = 1_000_000
 MAX_WEIGHTS_BYTES = 64_000_000
 MAX_VOCAB = 256  # characters per vocabulary
+MAX_WORD_VOCAB = 20_000  # words per vocabulary of a word model (card "tokens": "word")
+MAX_WORD_CHARS = 64
 #: Bounds of the integer config fields (any other integer field: 1..4096).
 INT_BOUNDS = {"num_layers": (1, 16), "num_heads": (1, 64), "max_src_len": (1, 1000)}
 INT_BOUNDS["max_tgt_len"] = INT_BOUNDS["max_src_len"]
@@ -118,26 +119,6 @@ def available(directory: Path | str | None = None) -> list[str]:
 
 
 # --------------------------------------------------------------------------- writing
-def write_atomic(path: Path, data: bytes | str) -> None:
-    """Write ``data`` to a temporary file beside ``path``, then rename it onto ``path``.
-
-    A reader sees the old file or the new one; on any failure (Ctrl+C included) the temporary
-    file is removed and ``path`` is untouched.
-    """
-    path = Path(path)
-    data = data.encode() if isinstance(data, str) else data
-    tmp = path.parent / f".{path.name}.{secrets.token_hex(4)}.tmp"
-    try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        tmp.chmod(0o644)  # readable by everyone, like the rest of the package
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
 
 
 def checksum(card: dict) -> str:
@@ -147,8 +128,25 @@ def checksum(card: dict) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def _old_weights(folder: Path, name: str) -> list[Path]:
-    return [*folder.glob(f"{name}.*.safetensors"), folder / f"{name}.safetensors"]
+def _previous_weights(folder: Path, name: str) -> Path | None:
+    """The weights file that the card ``folder/name.json`` now there names, if it is a regular
+    file right in ``folder`` (not a link, not elsewhere); else None.  Only that file is ours to
+    delete: a user's ``name.finetuned-v2.safetensors`` beside it is not."""
+    card = folder / f"{name}.json"
+    try:
+        if card.is_symlink() or not card.is_file() or card.stat().st_size > MAX_CARD_BYTES:
+            return None
+        named = json.loads(card.read_text(encoding="utf-8")).get("weights_file")
+    except (OSError, ValueError, AttributeError):  # unreadable or damaged: delete nothing
+        return None
+    if not isinstance(named, str) or Path(named).name != named or named in ("", ".", ".."):
+        return None
+    path = folder / named
+    try:
+        info = path.lstat()
+    except OSError:
+        return None
+    return path if stat.S_ISREG(info.st_mode) and named.endswith(".safetensors") else None
 
 
 def save(model, name: str, card: dict, directory: Path | str | None = None) -> Path:
@@ -169,6 +167,7 @@ def save(model, name: str, card: dict, directory: Path | str | None = None) -> P
     text = json.dumps(card, indent=1) + "\n"
     _check_card(card, folder / f"{name}.json", len(text.encode()))  # never write what load refuses
     existed = weights.exists()
+    previous = _previous_weights(folder, name)  # named by the card this save replaces
     try:
         write_atomic(weights, data)
         write_atomic(folder / f"{name}.json", text)  # the commit point: the new pair is in
@@ -176,9 +175,8 @@ def save(model, name: str, card: dict, directory: Path | str | None = None) -> P
         if not existed:
             weights.unlink(missing_ok=True)
         raise
-    for old in _old_weights(folder, name):
-        if old != weights:
-            old.unlink(missing_ok=True)
+    if previous is not None and previous.name != weights.name:
+        previous.unlink(missing_ok=True)
     return weights
 
 
@@ -187,7 +185,22 @@ def _fail(path: Path, why: str) -> CheckpointError:
     return CheckpointError(f"checkpoint card {path} refused: {why}")
 
 
-def _check_vocab(chars: object, what: str, path: Path) -> None:
+def _check_word_vocab(words: object, what: str, path: Path) -> None:
+    if not isinstance(words, list) or not 1 <= len(words) <= MAX_WORD_VOCAB:
+        raise _fail(path, f"{what} must be a list of 1 to {MAX_WORD_VOCAB} words")
+    if not all(
+        isinstance(w, str) and 0 < len(w) <= MAX_WORD_CHARS and w.split() == [w] for w in words
+    ):
+        raise _fail(path, f"{what} must hold words of 1 to {MAX_WORD_CHARS} characters, no spaces")
+    if len(set(words)) != len(words):
+        raise _fail(path, f"{what} repeats a word")
+
+
+def _check_vocab(chars: object, what: str, path: Path, level: object = "char") -> None:
+    if level == "word":
+        return _check_word_vocab(chars, what, path)
+    if level != "char":
+        raise _fail(path, "'tokens' must be 'char' or 'word'")
     if not isinstance(chars, list) or not 1 <= len(chars) <= MAX_VOCAB:
         raise _fail(path, f"{what} must be a list of 1 to {MAX_VOCAB} characters")
     if not all(isinstance(c, str) and len(c) == 1 for c in chars):
@@ -258,8 +271,9 @@ def _check_card(card: object, path: Path, size: int) -> None:
     if not isinstance(card.get("kind"), str) or card["kind"] not in MODEL_KINDS:
         raise _fail(path, f"unknown kind; choose one of {', '.join(MODEL_KINDS)}")
     _check_config(card.get("config"), MODEL_KINDS[card["kind"]].config_class, path)
-    _check_vocab(card.get("src_vocab"), "src_vocab", path)
-    _check_vocab(card.get("tgt_vocab"), "tgt_vocab", path)
+    level = card.get("tokens", "char")  # word models: "word"
+    _check_vocab(card.get("src_vocab"), "src_vocab", path, level)
+    _check_vocab(card.get("tgt_vocab"), "tgt_vocab", path, level)
     _check_numbers(card, path)
 
 
@@ -364,7 +378,9 @@ _NORMAL = torch.nn.init.normal_
 
 def _build(card: dict, card_path: Path, shapes: dict[str, list[int]], weights: Path):
     """The model the card describes, once its shapes on the meta device match the weights'."""
-    args = (card["kind"], Vocab(card["src_vocab"]), Vocab(card["tgt_vocab"]), card["config"])
+    level = card.get("tokens", "char")
+    src_vocab, tgt_vocab = Vocab(card["src_vocab"], level), Vocab(card["tgt_vocab"], level)
+    args = (card["kind"], src_vocab, tgt_vocab, card["config"])
     try:
         with torch.device("meta"), mock.patch.object(torch.nn.init, "normal_", _meta_normal):
             meta = build_model(*args)  # shapes only: no memory

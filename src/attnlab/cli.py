@@ -1,8 +1,8 @@
-"""The training command line: train a recipe, measure it on fresh examples, save a checkpoint.
+"""The command line, the package's entry point: train a recipe, measure it, save a checkpoint.
 
-    python -m attnlab.train --model rnnsearch --task dates     # -> the user's folder (below)
-    python -m attnlab.train --model rnnsearch --out my-models  # -> my-models/rnnsearch-dates.*
-    python -m attnlab.train --all --replace-shipped            # what `make train` runs
+    python -m attnlab.cli --model rnnsearch --task dates     # -> the user's folder (below)
+    python -m attnlab.cli --model rnnsearch --out my-models  # -> my-models/rnnsearch-dates.*
+    python -m attnlab.cli --all --replace-shipped            # what `make train` runs
 
 Where it writes: ``--out DIR`` if given, else ``$XDG_DATA_HOME/attnlab/checkpoints``
 (``~/.local/share/attnlab/checkpoints`` when XDG_DATA_HOME is unset), never into the
@@ -53,7 +53,7 @@ __all__ = [
     "train_and_save",
 ]
 
-PROG = "python -m attnlab.train"
+PROG = "python -m attnlab.cli"
 MAX_SEED = 2**32 - 1
 #: --flag -> (TrainConfig field, lowest, highest): the sizes a run may override.
 SIZES = {

@@ -7,13 +7,18 @@ exercise's name), each check cell an autograded test cell worth one point.  nbgr
 ``### BEGIN SOLUTION`` / ``### END SOLUTION`` and hidden tests that fail when a check fails
 (the checks themselves never raise in the student's mode).  This module writes it::
 
-    python -m attnlab.course source COURSE_DIR [--assignment lecture07]
+    python -m attnlab.course source COURSE_DIR [--assignment lecture07] [--force]
     cd COURSE_DIR && nbgrader generate_assignment lecture07   # release/: the student version
     nbgrader autograde lecture07                               # after collecting submissions
 
 The solution of each exercise calls the reference, ``checks.reference(name)(...)``, so there
 is still one implementation of each equation.  ``nbgrader generate_assignment`` turns the
 source back into exactly the committed student version (tests/test_nbgrader.py checks it).
+
+The tool writes only what it was asked to: never into the repository, never through a
+symlink that leads out of the course folder, and an existing source notebook (an instructor
+may have edited it) only with ``--force``, keeping the old one as ``NAME.bak``.  Each refusal,
+a read-only folder or a file in the way is answered in one line.
 """
 
 from __future__ import annotations
@@ -21,16 +26,27 @@ from __future__ import annotations
 import argparse
 import ast
 import copy
+import shutil
 from pathlib import Path
 
 import nbformat
 
-from attnlab.checkpoints import write_atomic
+from attnlab.io import write_atomic
 
-__all__ = ["NOTEBOOK", "ASSIGNMENT", "source_notebook", "write_source", "main"]
+__all__ = [
+    "NOTEBOOK",
+    "REPOSITORY",
+    "ASSIGNMENT",
+    "CourseError",
+    "source_notebook",
+    "write_source",
+    "main",
+]
 
 #: The student version, as committed.
 NOTEBOOK = Path(__file__).resolve().parents[2] / "notebooks" / "07_attention_exercises.ipynb"
+#: The source checkout the package runs from (None when installed): never written into.
+REPOSITORY = NOTEBOOK.parents[1] if (NOTEBOOK.parents[1] / "pyproject.toml").is_file() else None
 #: The assignment's default name in a course directory.
 ASSIGNMENT = "lecture07"
 
@@ -78,19 +94,84 @@ def source_notebook(student: nbformat.NotebookNode) -> nbformat.NotebookNode:
     return nb
 
 
+class CourseError(Exception):
+    """Why ``write_source`` refuses or cannot write, in one line."""
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    return path == folder or folder in path.parents
+
+
+def _target(course_dir: Path | str, assignment: str, notebook: Path) -> Path:
+    """COURSE/source/ASSIGNMENT/<notebook's name>, resolved, or CourseError saying why not."""
+    if Path(assignment).name != assignment or assignment in ("", ".", ".."):
+        raise CourseError(f"--assignment must be a plain folder name; got {assignment!r}")
+    course = Path(course_dir).expanduser().resolve()
+    path = course / "source" / assignment / notebook.name
+    resolved = path.resolve()  # through every symlink on the way
+    if not _inside(resolved, course):
+        raise CourseError(
+            f"{course / 'source' / assignment} leads out of the course folder {course} "
+            f"(to {resolved.parent}) through a symlink; refusing to write there"
+        )
+    for protected in (REPOSITORY, NOTEBOOK.parent, notebook.resolve().parent):
+        if protected is not None and _inside(resolved, protected):
+            raise CourseError(
+                f"{resolved} is inside {protected} (the repository or the student version's "
+                "folder); refusing to write there: choose a course folder outside it"
+            )
+    return resolved
+
+
+def _backup(path: Path) -> Path:
+    """A free name beside ``path``: NAME.bak, then NAME.bak1, NAME.bak2, ..."""
+    for i in range(1000):
+        backup = path.with_name(f"{path.name}.bak{i or ''}")
+        if not backup.exists() and not backup.is_symlink():
+            return backup
+    raise CourseError(f"too many backups of {path} already; remove some")
+
+
 def write_source(
-    course_dir: Path | str, assignment: str = ASSIGNMENT, notebook: Path | str = NOTEBOOK
+    course_dir: Path | str,
+    assignment: str = ASSIGNMENT,
+    notebook: Path | str = NOTEBOOK,
+    force: bool = False,
 ) -> Path:
-    """Write COURSE_DIR/source/<assignment>/<notebook's name> for nbgrader; return its path."""
+    """Write COURSE_DIR/source/<assignment>/<notebook's name> for nbgrader; return its path.
+
+    Refuses (:class:`CourseError`, one line) to write into the repository or through a symlink
+    that leads out of the course folder, and to replace an existing source notebook (an
+    instructor's edits) unless ``force``; then the old one is kept as ``NAME.bak``.
+    """
     notebook = Path(notebook)
     if not notebook.is_file():
-        raise SystemExit(f"no exercises notebook at {notebook}: pass --notebook PATH")
-    folder = Path(course_dir) / "source" / assignment
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / notebook.name
+        raise CourseError(f"no exercises notebook at {notebook}: pass --notebook PATH")
+    path = _target(course_dir, assignment, notebook)
+    if path.is_symlink() or (path.exists() and not path.is_file()):
+        raise CourseError(f"{path} is in the way (not a regular file); move it away first")
     nb = source_notebook(nbformat.read(notebook, as_version=4))
-    write_atomic(path, nbformat.writes(nb) + "\n")  # a reader never sees half a notebook
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if path.exists():
+            if not force:
+                raise CourseError(
+                    f"{path} already exists (an edited source?); pass --force to replace it "
+                    "(the old one is kept as a .bak file beside it)"
+                )
+            shutil.copy2(path, _backup(path))
+        write_atomic(path, nbformat.writes(nb) + "\n")  # a reader never sees half a notebook
+    except (FileExistsError, NotADirectoryError) as err:
+        raise CourseError(f"cannot write {path}: {_first(err)} is a file in the way") from None
+    except PermissionError as err:
+        raise CourseError(f"cannot write {path}: permission denied ({_first(err)})") from None
+    except OSError as err:
+        raise CourseError(f"cannot write {path}: {err.strerror or err}") from None
     return path
+
+
+def _first(err: OSError) -> str:
+    return str(err.filename or err)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -102,8 +183,14 @@ def main(argv: list[str] | None = None) -> None:
     src.add_argument("course_dir", type=Path)
     src.add_argument("--assignment", default=ASSIGNMENT)
     src.add_argument("--notebook", type=Path, default=NOTEBOOK, help="the student version")
+    src.add_argument(
+        "--force", action="store_true", help="replace an existing source notebook (kept as .bak)"
+    )
     args = parser.parse_args(argv)
-    print(write_source(args.course_dir, args.assignment, args.notebook))
+    try:
+        print(write_source(args.course_dir, args.assignment, args.notebook, args.force))
+    except CourseError as err:
+        raise SystemExit(f"attnlab.course: {err}") from None
 
 
 if __name__ == "__main__":

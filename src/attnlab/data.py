@@ -8,7 +8,11 @@
 Everything is generated from a seed with :class:`random.Random`; nothing is downloaded, and
 the same seed always gives the same examples.
 
-Vocabularies are per character, with four special tokens ``<pad> <sos> <eos> <unk>``.
+Vocabularies are per character, with four special tokens ``<pad> <sos> <eos> <unk>``; the
+language models (:mod:`attnlab.corpus`) use word vocabularies (``Vocab(words,
+level="word")``): lower-cased words, punctuation and placeholders as tokens
+(:func:`tokenize`), an unknown word read as ``<unk>``, and the output joined back into text
+by :func:`detokenize`.
 Encoding text that holds characters outside the vocabulary never fails silently: it raises
 :class:`InvalidInput` naming them (or, with ``unknown="unk"``, maps them to ``<unk>``; the
 caller can ask :meth:`Vocab.unknown` which ones they were).
@@ -23,6 +27,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import random
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -35,6 +40,8 @@ __all__ = [
     "InvalidInput",
     "Vocab",
     "normalise",
+    "tokenize",
+    "detokenize",
     "DATE_FORMATS",
     "BASE_DATE_FORMATS",
     "DATE_STYLES",
@@ -57,6 +64,42 @@ class InvalidInput(ValueError):
     """Text a model cannot read; ``str(err)`` is one short line fit to show a student."""
 
 
+# --------------------------------------------------------------------------- words
+#: A token: a placeholder ``{1}``, a word with an elided apostrophe ("l'", "d'"), a word
+#: (hyphenated words are one: "sous-page", "êtes-vous"), or any other single character
+#: (punctuation, a symbol, an emoji).
+_TOKEN = re.compile(r"\{\d+\}|\w+'(?=\w)|\w+(?:-\w+)*|[^\w\s]")
+_NO_SPACE_BEFORE = set(".,;:!?)]}%/")
+_NO_SPACE_AFTER = set("([{/")
+
+
+def tokenize(text: str) -> list[str]:
+    """Lower-cased words, punctuation and placeholders of ``text``, in order.
+
+    >>> tokenize("Close all tabs")
+    ['close', 'all', 'tabs']
+    >>> tokenize("Type de cellule par défaut : l'élément {1}.")
+    ['type', 'de', 'cellule', 'par', 'défaut', ':', "l'", 'élément', '{1}', '.']
+    """
+    text = text.replace("\u2019", "'").lower()
+    return _TOKEN.findall(text)
+
+
+def detokenize(tokens: Sequence[str]) -> str:
+    """Tokens joined by spaces, without a space before closing punctuation or after an
+    opening bracket or an elided word ("l'")."""
+    out, quotes = "", 0
+    for tok in tokens:
+        glue = not out or out.endswith("'") or out[-1] in _NO_SPACE_AFTER
+        if tok == '"':  # an opening quote sticks to the next token, a closing one to the last
+            quotes += 1
+            glue = glue or quotes % 2 == 0
+        elif out.endswith('"') and quotes % 2 == 1:
+            glue = True
+        out += tok if glue or tok in _NO_SPACE_BEFORE else " " + tok
+    return out
+
+
 # --------------------------------------------------------------------------- vocabulary
 class Vocab:
     """A character vocabulary: ``<pad>``=0, ``<sos>``=1, ``<eos>``=2, ``<unk>``=3, then chars.
@@ -66,12 +109,20 @@ class Vocab:
     [5, 13, 14, 11]
     >>> v.decode([5, 13, 14, 11, 2, 0])   # stops at <eos>
     '19-7'
+
+    ``level="word"``: the tokens are words (:func:`tokenize`); an unknown word is ``<unk>``.
     """
 
-    def __init__(self, chars: Iterable[str]):
+    def __init__(self, chars: Iterable[str], level: str = "char"):
+        if level not in ("char", "word"):
+            raise ValueError(f"level must be 'char' or 'word'; got {level!r}")
+        self.level = level
         chars = list(dict.fromkeys(chars))  # unique, first occurrence order
         for c in chars:
-            if not isinstance(c, str) or len(c) != 1:
+            if level == "word":
+                if not isinstance(c, str) or not c or c.split() != [c] or c in SPECIALS:
+                    raise ValueError(f"a word Vocab holds words without spaces; got {c!r}")
+            elif not isinstance(c, str) or len(c) != 1:
                 raise ValueError(f"a Vocab holds single characters; got {c!r}")
         self.chars: tuple[str, ...] = tuple(chars)
         self.itos: list[str] = [*SPECIALS, *self.chars]  # id -> token
@@ -82,22 +133,36 @@ class Vocab:
         return len(self.itos)
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, Vocab) and self.chars == other.chars
+        return isinstance(other, Vocab) and (self.chars, self.level) == (other.chars, other.level)
 
     def __hash__(self) -> int:
-        return hash(self.chars)
+        return hash((self.chars, self.level))
 
     def __repr__(self) -> str:
+        if self.level == "word":
+            return f"Vocab({len(self.chars)} words)"
         return f"Vocab({''.join(self.chars)!r})"
 
     @property
     def lower_only(self) -> bool:
-        """True when no character of the vocabulary is an upper-case letter."""
-        return not any(c.isupper() for c in self.chars)
+        """True when no character of the vocabulary is an upper-case letter (words: always)."""
+        return self.level == "word" or not any(c.isupper() for c in self.chars)
+
+    def tokens(self, text: str) -> list[str]:
+        """The tokens of ``text``: its characters, or its words (:func:`tokenize`)."""
+        return tokenize(text) if self.level == "word" else list(text)
+
+    def join(self, tokens: Sequence[str]) -> str:
+        """Tokens back into text: characters joined, words by :func:`detokenize`."""
+        return detokenize(tokens) if self.level == "word" else "".join(tokens)
+
+    def shown(self, text: str) -> list[str]:
+        """The tokens of ``text`` as the model reads them: unknown ones as ``<unk>``."""
+        return [t if t in self.stoi else UNK for t in self.tokens(text)]
 
     def unknown(self, text: str) -> list[str]:
-        """The characters of ``text`` outside the vocabulary (each once, in order)."""
-        return list(dict.fromkeys(c for c in text if c not in self.stoi))
+        """The tokens of ``text`` outside the vocabulary (each once, in order)."""
+        return list(dict.fromkeys(c for c in self.tokens(text) if c not in self.stoi))
 
     def encode(self, text: str, unknown: str = "raise") -> list[int] | tuple[list[int], list[str]]:
         """Character ids of ``text`` (no <sos>/<eos> added).
@@ -111,7 +176,7 @@ class Vocab:
         bad = self.unknown(text)
         if bad and unknown == "raise":
             raise InvalidInput(unknown_message(bad))
-        ids = [self.stoi.get(c, self.unk) for c in text]
+        ids = [self.stoi.get(c, self.unk) for c in self.tokens(text)]
         return (ids, bad) if unknown == "return" else ids
 
     def decode(self, ids: Iterable[int], stop_at_eos: bool = True) -> str:
@@ -123,10 +188,10 @@ class Vocab:
                 break
             if i >= len(SPECIALS):
                 out.append(self.itos[i])
-        return "".join(out)
+        return self.join(out)
 
     def to_list(self) -> list[str]:
-        """The characters (not the specials), for a JSON card."""
+        """The characters or words (not the specials), for a JSON card."""
         return list(self.chars)
 
 

@@ -24,16 +24,37 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 import numpy as np
 import torch
 from torch import Tensor
 
-from attnlab.data import EOS, SPECIALS, Vocab
+from attnlab.data import EOS, SPECIALS, Vocab, detokenize
 
-if TYPE_CHECKING:  # models.py imports this module (translate() decodes)
-    from attnlab.models import Seq2SeqModel
+
+class Seq2Seq(Protocol):
+    """What decoding needs of a model: every :class:`attnlab.models.Seq2SeqModel` has it.
+
+    A protocol, not an import of :mod:`attnlab.models`: that module imports this one
+    (``translate`` decodes), and no module imports one that imports it back.
+    """
+
+    tgt_vocab: Vocab
+    max_tgt_len: int
+    training: bool
+
+    def prepare(self, raw: object) -> str: ...
+    def source_ids(self, prepared: str) -> Tensor: ...
+    def tokens_of(self, prepared: str) -> list[str]: ...
+    def start(self, src: Tensor, src_len: Tensor) -> dict[str, Tensor]: ...
+    def step(self, state: dict[str, Tensor], y_prev: Tensor) -> Any: ...
+    def alignments(
+        self, src: Tensor, src_len: Tensor, tgt_in: Tensor
+    ) -> tuple[Tensor, Tensor, Tensor | None]: ...
+    def train(self, mode: bool = True) -> Any: ...
+    def eval(self) -> Any: ...
+
 
 __all__ = [
     "MAX_BEAM",
@@ -81,9 +102,12 @@ class Decoding:
     probs: np.ndarray
     alpha: np.ndarray
     context: np.ndarray | None
+    level: str = "char"  # "word": the tokens are words, ``text`` joins them with spaces
 
     @property
     def text(self) -> str:
+        if self.level == "word":
+            return detokenize(self.output_tokens)
         return "".join(self.output_tokens)
 
     def __len__(self) -> int:
@@ -97,7 +121,7 @@ class Decoding:
 
 # --------------------------------------------------------------------------- helpers
 @contextmanager
-def _evaluating(model: Seq2SeqModel) -> Iterator[None]:
+def _evaluating(model: Seq2Seq) -> Iterator[None]:
     """Eval mode and no gradients inside; the model's own mode restored after."""
     was_training = model.training
     model.eval()
@@ -134,7 +158,7 @@ def check_beam(beam: object) -> None:
 
 
 # --------------------------------------------------------------------------- decode
-def decode(model: Seq2SeqModel, text: object, beam: int | None = None) -> Decoding:
+def decode(model: Seq2Seq, text: object, beam: int | None = None) -> Decoding:
     """Decode ``text`` greedily (``beam=None``) or by beam search of width ``beam``.
 
     Raises :class:`attnlab.data.InvalidInput` for text the model cannot read, ValueError for
@@ -145,10 +169,10 @@ def decode(model: Seq2SeqModel, text: object, beam: int | None = None) -> Decodi
     src = model.source_ids(prepared)  # (1, n)
     with _evaluating(model):
         ids = greedy(model, src)[0] if beam is None else beam_search(model, src, beam)
-        return _read(model, [*prepared, EOS], src, ids)
+        return _read(model, [*model.tokens_of(prepared), EOS], src, ids)
 
 
-def _read(model: Seq2SeqModel, source_tokens: list[str], src: Tensor, ids: list[int]) -> Decoding:
+def _read(model: Seq2Seq, source_tokens: list[str], src: Tensor, ids: list[int]) -> Decoding:
     """One teacher-forced pass over the output ``ids``: probabilities, alpha, c_t."""
     T, vocab = len(ids), model.tgt_vocab
     tgt_in = torch.tensor([[vocab.sos, *ids]])  # (1, T + 1): the last step writes <eos>
@@ -160,21 +184,23 @@ def _read(model: Seq2SeqModel, source_tokens: list[str], src: Tensor, ids: list[
         probs=p[torch.arange(T), ids].numpy(),  # p(y_t | y_<t, x): (T,)
         alpha=alpha[0, :, :, :T].numpy(),  # (L, h, T, n)
         context=None if context is None else context[0, :T].numpy(),  # (T, d)
+        level=vocab.level,
     )
 
 
-def steps(model: Seq2SeqModel, text: object, beam: int | None = None) -> Iterator[Step]:
+def steps(model: Seq2Seq, text: object, beam: int | None = None) -> Iterator[Step]:
     """One :class:`Step` per output token of ``decode(model, text, beam)``.
 
     Decodes when called, so bad text raises :class:`InvalidInput` before anything is
-    yielded; ``"".join(s.token for s in steps(m, x))`` equals ``m.translate(x)``.
+    yielded; ``"".join(s.token for s in steps(m, x))`` equals ``m.translate(x)`` (word
+    models: ``m.tgt_vocab.join([s.token ...])``).
     """
     decoding = decode(model, text, beam)
     return iter([decoding.step(t) for t in range(len(decoding))])
 
 
 # --------------------------------------------------------------------------- greedy
-def greedy(model: Seq2SeqModel, src: Tensor, src_len: Tensor | None = None) -> list[list[int]]:
+def greedy(model: Seq2Seq, src: Tensor, src_len: Tensor | None = None) -> list[list[int]]:
     """Greedy decoding of a batch: y_t = argmax p(y | y_<t, x) until <eos> or max_tgt_len.
 
     src (B, n) padded source ids -> one list of output ids per example (without <eos>, at
@@ -207,7 +233,7 @@ class _Beams:
     seqs: list[list[int]]
 
 
-def beam_search(model: Seq2SeqModel, src: Tensor, k: int) -> list[int]:
+def beam_search(model: Seq2Seq, src: Tensor, k: int) -> list[int]:
     """The most probable output found by beam search of width ``k`` (ids, without <eos>).
 
     src (1, n).  Keeps the k best partial outputs by total log-probability

@@ -33,7 +33,7 @@ from matplotlib import patches
 from matplotlib.collections import LineCollection
 from matplotlib.figure import Figure
 
-from attnlab import plots
+from attnlab import deck_pictures, path_lengths, typography
 from attnlab.diagrams import OKABE_ITO as C
 from attnlab.diagrams import Box, arrow, box, canvas, node, path_arrow, text, tint
 
@@ -61,21 +61,21 @@ DPI = 150  # pixels per inch of every PNG
 
 #: How wide the deck shows each picture, in % of the 1280 px slide (``<img width="..%">`` in
 #: notebooks/07_attention.ipynb; tests/test_figures.py checks the deck agrees).  At that width
-#: every text of the picture is at least ``plots.MIN_TEXT_PX`` (14 px) tall.
+#: every text of the picture is at least ``typography.MIN_TEXT_PX`` (18 px) tall.
 SHOWN_WIDTH: dict[str, int] = {
     "seq2seq_lite": 90,
-    "seq2seq_attention": 78,
+    "seq2seq_attention": 90,
     "seq2seq_attention_length": 62,
     "wavenet": 95,
-    "transformer_overview": 96,
-    "transformer_attention": 60,
-    "transformer_results": 64,
+    "transformer_overview": 100,
+    "transformer_attention": 78,
+    "transformer_results": 90,
 }
 
 
 def shown_px(name: str) -> float:
     """Width in px at which the deck shows picture ``name`` on the 1280 px slide."""
-    return plots.SLIDE_WIDTH_PX * SHOWN_WIDTH[name] / 100
+    return typography.SLIDE_WIDTH_PX * SHOWN_WIDTH[name] / 100
 
 
 class FigureUnavailable(RuntimeError):
@@ -158,7 +158,7 @@ def seq2seq_lite() -> Figure:
         ax,
         (vx, y_cell - n_slots * slot / 2 - 0.35),
         "the whole\nsentence\nmust fit here",
-        fontsize=15,
+        fontsize=17,
         color=C["vermillion"],
         va="top",
     )
@@ -257,7 +257,7 @@ def seq2seq_attention() -> Figure:
             ax,
             (start[0] + 0.3 * dx, start[1] + 0.3 * dy),
             label,
-            fontsize=15,
+            fontsize=16,
             color=C["vermillion"],
             bbox={"boxstyle": "round,pad=0.12", "fc": "white", "ec": "none", "alpha": 0.92},
         )
@@ -280,7 +280,7 @@ def seq2seq_attention() -> Figure:
         ax,
         (s_prev.x - 0.25, 6.05),
         "weights from\n" r"score$(s_{t-1}, h_i)$",
-        fontsize=15,
+        fontsize=16,
         ha="right",
         color="#555555",
     )
@@ -311,7 +311,7 @@ def seq2seq_attention() -> Figure:
     for k, (formula, note) in enumerate(lines):
         y = 8.05 - 1.95 * k
         text(ax, (x0, y), formula, fontsize=20, ha="left")
-        text(ax, (x0 + 0.1, y - 0.8), note, fontsize=15, ha="left", color="#555555")
+        text(ax, (x0 + 0.1, y - 0.8), note, fontsize=16, ha="left", color="#555555")
     return fig
 
 
@@ -322,18 +322,9 @@ def causal_conv_reach(dilations: Sequence[int], n: int) -> set[tuple[int, int]]:
     Kernel 2, dilation ``d_l`` at layer ``l``: node (l, t) reads (l - 1, t) and
     (l - 1, t - d_l), never the future.  Layer 0 holds the ``n`` inputs, layer
     ``len(dilations)`` the outputs.  The inputs reached are the last ``1 + sum(d_l)``
-    (at most ``n``): the receptive field.
+    (at most ``n``): the receptive field.  Counted on :mod:`attnlab.path_lengths`' graph.
     """
-    if n < 1 or any(d < 1 for d in dilations):
-        raise ValueError(f"need n >= 1 and dilations >= 1, got n={n}, dilations={dilations}")
-    top = len(dilations)
-    reached = {(top, n - 1)}
-    frontier = set(reached)
-    for layer in range(top, 0, -1):  # walk down from the last output
-        d = dilations[layer - 1]
-        frontier = {(layer - 1, s) for (_, t) in frontier for s in (t, t - d) if s >= 0}
-        reached |= frontier
-    return reached
+    return path_lengths.reach(path_lengths.causal_conv_graph(n, 2, dilations))
 
 
 def _causal_conv_panel(ax, x0: float, dilations: Sequence[int], n: int, color: str) -> int:
@@ -382,13 +373,13 @@ def wavenet() -> Figure:
     names = ["Input", "Hidden", "Hidden", "Hidden", "Output"]
     for layer, name in enumerate(names):
         y = layer * 1.25
-        text(ax, (-0.45, y), name, fontsize=15, ha="right")
+        text(ax, (-0.45, y), name, fontsize=18, ha="right")
         if layer:
             text(
                 ax,
                 (-0.45, y - 0.42),
                 f"dilation {dilated[layer - 1]}",
-                fontsize=14,
+                fontsize=18,
                 ha="right",
                 color="#555555",
             )
@@ -414,14 +405,14 @@ def wavenet() -> Figure:
         (width / 2, -0.85),
         f"4 layers, kernel 2: the output sees all {seen_dil} inputs\n"
         r"path length $O(\log_k n)$",
-        fontsize=16,
+        fontsize=18,
     )
     text(
         ax,
         (x_right + width / 2, -0.85),
         f"4 layers, kernel 2: the output sees only {seen_con} inputs\n"
         r"path length $O(n/k)$",
-        fontsize=16,
+        fontsize=18,
     )
     return fig
 
@@ -439,47 +430,49 @@ def _sublayers(
     h: float,
     lane_in: tuple[float, float],
 ) -> tuple[list[Box], float]:
-    """A row of sublayers, each followed by a thin 'Add & Norm' bar with its residual path.
+    """A row of pre-LN sublayers: Norm, the sublayer, then + with the residual path.
 
-    ``parts`` holds (label, colour, width); x is where the first box starts, ``lane_in``
-    the point the row's input comes from.  Returns the sublayer boxes and the x where
-    the row ends.  Residual: out = LayerNorm(x + Sublayer(x)).
+    ``parts`` holds (label, colour, width); x is where the row starts, ``lane_in`` the point
+    the row's input comes from.  Returns the sublayer boxes and the x where the row ends.
+    Residual, as in our model (pre-LN): out = x + Sublayer(LayerNorm(x)).
     """
-    gap, bar_w = 0.5, 0.95
+    gap, bar_w, r = 0.38, 0.72, 0.3
     boxes, prev = [], lane_in
     for label, color, w in parts:
-        fork = (prev[0] + gap * 0.5 if boxes else x - gap * 0.5, y)  # where the residual leaves
-        sub = box(ax, (x + w / 2, y), w, h, label, color=color, fontsize=15)
-        arrow(ax, prev, sub.left)
+        fork = (x - gap * 0.5, y)  # where the residual leaves: before the Norm
         bar = box(
             ax,
-            (x + w + gap + bar_w / 2, y),
+            (x + bar_w / 2, y),
             bar_w,
             h,
-            "Add &\nNorm",
+            "Norm",
             color=_NORM,
             fill=0.5,
-            fontsize=14,
+            fontsize=17,
             rotation=90,
         )
-        arrow(ax, sub.right, bar.left)
+        arrow(ax, prev, bar.left)
+        sub = box(ax, (bar.right[0] + gap + w / 2, y), w, h, label, color=color, fontsize=17)
+        arrow(ax, bar.right, sub.left)
+        plus = node(ax, (sub.right[0] + gap + r, y), r, "+", fontsize=18, fill=1.0)
+        arrow(ax, sub.right, plus.left)
         top = y + h / 2 + 0.42
-        path_arrow(ax, [fork, (fork[0], top), (bar.x, top), bar.top], lw=1.6, color="#555555")
+        path_arrow(ax, [fork, (fork[0], top), (plus.x, top), plus.top], lw=1.6, color="#555555")
         boxes.append(sub)
-        prev = bar.right
-        x = bar.right[0] + gap
+        prev = plus.right
+        x = plus.right[0] + gap
     return boxes, prev[0]
 
 
 def transformer_overview() -> Figure:
     """The Transformer (Vaswani et al., 2017) as two lanes: encoder below, decoder above."""
-    fig, ax = canvas((-0.5, 24.5), (-0.3, 10.7), inches_per_unit=0.6)
+    fig, ax = canvas((-0.5, 26.9), (-0.3, 10.7), inches_per_unit=0.6)
     h = 1.7
     lanes = {"enc": 2.4, "dec": 7.5}
     frames = {}
     for lane, y in lanes.items():
         is_dec = lane == "dec"
-        text(ax, (0.95, y), "Outputs\n(shifted right)" if is_dec else "Inputs", fontsize=15)
+        text(ax, (0.95, y), "Outputs\n(shifted right)" if is_dec else "Inputs", fontsize=17)
         emb = box(
             ax,
             (3.75, y),
@@ -488,7 +481,7 @@ def transformer_overview() -> Figure:
             "Output\nEmbedding" if is_dec else "Input\nEmbedding",
             color=_EMB,
             fill=0.6,
-            fontsize=15,
+            fontsize=17,
         )
         arrow(ax, (2.25 if is_dec else 1.65, y), emb.left)
         plus = node(ax, (5.6, y), 0.32, "+", fontsize=20, fill=1.0)
@@ -504,24 +497,38 @@ def transformer_overview() -> Figure:
             zorder=4,
         )
         arrow(ax, pe.bottom if is_dec else pe.top, plus.top if is_dec else plus.bottom)
-        text(ax, (plus.x - 0.6, py), "Positional\nencoding", fontsize=14, ha="right")
+        text(ax, (plus.x - 0.6, py), "Positional\nencoding", fontsize=17, ha="right")
         if is_dec:
             parts = [
-                ("Masked\nMulti-Head\nAttention", _ATTN, 2.15),
-                ("Multi-Head\nAttention", _ATTN, 2.15),
-                ("Feed\nForward", _FF, 1.7),
+                ("Masked\nself-\nattention", _ATTN, 2.0),
+                ("Cross-\nattention", _ATTN, 2.0),
+                ("Feed-\nforward", _FF, 1.8),
             ]
         else:
-            parts = [("Multi-Head\nAttention", _ATTN, 2.15), ("Feed\nForward", _FF, 1.7)]
+            parts = [("Self-\nattention", _ATTN, 2.0), ("Feed-\nforward", _FF, 1.8)]
         x_block = 6.95
-        boxes, x_end = _sublayers(ax, x_block, y, parts, h, plus.right)
+        boxes, x_stack = _sublayers(ax, x_block, y, parts, h, plus.right)
+        # the final LayerNorm after the stack (pre-LN models need one)
+        final = box(
+            ax,
+            (x_stack + 0.75, y),
+            0.72,
+            h,
+            "Norm",
+            color=_NORM,
+            fill=0.5,
+            fontsize=17,
+            rotation=90,
+        )
+        arrow(ax, (x_stack, y), final.left)
+        x_end = final.right[0]
         frames[lane] = (boxes, x_end)
         # the N x frame around the layer stack
         fy0, fy1 = y - h / 2 - 0.35, y + h / 2 + 0.75
         ax.add_patch(
             patches.FancyBboxPatch(
                 (x_block - 0.55, fy0),
-                x_end - x_block + 0.55,
+                x_stack - x_block + 0.55,
                 fy1 - fy0,
                 boxstyle="round,pad=0,rounding_size=0.25",
                 facecolor=tint(C["grey"], 0.9),
@@ -533,7 +540,7 @@ def transformer_overview() -> Figure:
         label_y = fy1 + 0.15 if is_dec else fy0 - 0.15
         text(
             ax,
-            (x_end, label_y),
+            (x_stack, label_y),
             ("Decoder" if is_dec else "Encoder") + r"  $\times N$ layers",
             fontsize=17,
             bold=True,
@@ -544,7 +551,7 @@ def transformer_overview() -> Figure:
     y = lanes["dec"]
     _, x_end = frames["dec"]
     lin = box(
-        ax, (x_end + 0.95, y), 0.85, h, "Linear", color=_OUT, fill=0.55, fontsize=15, rotation=90
+        ax, (x_end + 0.95, y), 0.85, h, "Linear", color=_OUT, fill=0.55, fontsize=17, rotation=90
     )
     arrow(ax, (x_end, y), lin.left)
     soft = box(
@@ -555,12 +562,12 @@ def transformer_overview() -> Figure:
         "Softmax",
         color=_OUT,
         fill=0.55,
-        fontsize=15,
+        fontsize=17,
         rotation=90,
     )
     arrow(ax, lin.right, soft.left)
     arrow(ax, soft.right, (soft.right[0] + 0.55, y))
-    text(ax, (soft.right[0] + 0.65, y), "Output\nprobabilities", fontsize=15, ha="left")
+    text(ax, (soft.right[0] + 0.65, y), "Output\nprobabilities", fontsize=17, ha="left")
     # encoder output -> keys and values of the decoder's cross-attention
     enc_boxes, enc_end = frames["enc"]
     cross = frames["dec"][0][1]
@@ -581,25 +588,25 @@ def transformer_overview() -> Figure:
         ax,
         (cross.x + 0.2, y_mid + 0.15),
         "K, V from the encoder\n(cross-attention)",
-        fontsize=15,
+        fontsize=17,
         ha="left",
         va="bottom",
         bold=True,
         color=C["blue"],
     )
     text(
-        ax, (cross.left[0] - 0.25, y - 0.2), "Q", fontsize=15, va="top", bold=True, color=C["blue"]
+        ax, (cross.left[0] - 0.25, y - 0.2), "Q", fontsize=17, va="top", bold=True, color=C["blue"]
     )
-    # two reminders in the free corner
+    # three reminders in the free corner
     notes = [
-        ("Add & Norm:", r"LayerNorm$(x + \mathrm{Sublayer}(x))$"),
-        ("Masked:", r"position $t$ attends only to positions $\leq t$"),
-        ("No RNN, no CNN:", "training handles all positions at once"),
+        ("Pre-LN (our model):", r"$x + \mathrm{Sublayer}(\mathrm{LayerNorm}(x))$"),
+        ("The paper (post-LN):", r"$\mathrm{LayerNorm}(x + \mathrm{Sublayer}(x))$"),
+        ("Masked:", r"query $t$ attends only to keys $\leq t$"),
     ]
     for k, (head, body) in enumerate(notes):
         yk = 3.3 - 1.05 * k
-        text(ax, (15.9, yk), head, fontsize=15, bold=True, ha="left")
-        text(ax, (15.9, yk - 0.45), body, fontsize=15, ha="left", color="#444444")
+        text(ax, (17.2, yk), head, fontsize=17, bold=True, ha="left")
+        text(ax, (17.2, yk - 0.45), body, fontsize=17, ha="left", color="#444444")
     return fig
 
 
@@ -792,7 +799,7 @@ def seq2seq_attention_length(results: dict | None = None) -> Figure:
     """Our length experiment: exact match against input length, the four models of the seed.
 
     With and without attention, trained on lengths up to 60 and up to 30, drawn by
-    :func:`attnlab.plots.length_figure`.  ``results`` defaults to
+    :func:`attnlab.deck_pictures.length_figure`.  ``results`` defaults to
     :func:`attnlab.experiments.length.load_results` (the stored results in
     ``src/attnlab/results/``); raises :class:`FigureUnavailable` when they are not there.
     """
@@ -807,7 +814,7 @@ def seq2seq_attention_length(results: dict | None = None) -> Figure:
             results = length.load_results()
         except (FileNotFoundError, ValueError) as err:
             raise FigureUnavailable(f"no stored length-experiment results ({err})") from err
-    return plots.length_figure(results, shown_px("seq2seq_attention_length"))
+    return deck_pictures.length_figure(results, shown_px("seq2seq_attention_length"))
 
 
 # ------------------------------------------------------------------------------------ CLI

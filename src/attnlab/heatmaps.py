@@ -1,14 +1,14 @@
 """Heatmaps of attention weights: one persistent :class:`Heatmap`, updated by blitting.
 
 :class:`Heatmap` draws alpha_{t,i} (source tokens on x, output tokens on y, a colorbar, the
-current row boxed) once; an update swaps the image data only and the caller blits it.  Too
-many tokens for the lecture's tick size: every k-th is labelled (fewer ticks, never smaller
-ones).  :func:`still_heatmap` is the same picture drawn with the rest of its figure.
+current row boxed) once; an update swaps the image data only and the caller blits it.  Every
+key and every query gets its label, at the lecture's tick size: a picture too small for them
+is made larger (:func:`heatmap_room` gives the room the labels need) or split, never thinned
+(issue 16).  :func:`still_heatmap` is the same picture drawn with the rest of its figure.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Sequence
 
 import matplotlib
@@ -20,24 +20,60 @@ from matplotlib.text import Text
 
 from attnlab.typography import TYPE, TypeSizes, literal
 
-__all__ = ["Heatmap", "still_heatmap", "label_step"]
+__all__ = ["Heatmap", "still_heatmap", "heatmap_room", "heatmaps_of", "LABEL_PITCH"]
+
+#: Cell pitch, in tick sizes, at which neighbouring labels (one line each) never touch.
+LABEL_PITCH = 1.1
 
 
-def label_step(n: int, pitch_pt: float, need_pt: float) -> int:
-    """Label every k-th of ``n`` cells ``pitch_pt`` apart so labels ``need_pt`` wide never touch."""
-    if n <= 1 or pitch_pt >= need_pt:
-        return 1
-    return max(1, math.ceil(need_pt / max(pitch_pt, 1e-9)))
+def _label_width(label: str, tick: float) -> float:
+    """About the width of a one-line label at font size ``tick`` (same unit)."""
+    return (0.62 * len(label) + 0.3) * tick
 
 
-def _labelled(n: int, step: int) -> list[int]:
-    """Cells 0, k, 2k, ... and the last one (<eos>), never two closer than k."""
-    kept = list(range(0, n, step))
-    if kept and kept[-1] != n - 1:
-        if n - 1 - kept[-1] < step and len(kept) > 1:
-            kept.pop()
-        kept.append(n - 1)
-    return kept
+def heatmap_room(
+    x_labels: Sequence[str],
+    y_labels: Sequence[str],
+    tick: float = TYPE.tick,
+    turn: bool | None = None,
+) -> tuple[float, float]:
+    """(width, height) of the axes, in the unit of ``tick``, at which every label fits.
+
+    Rows are ``LABEL_PITCH * tick`` apart at least; columns too when their labels are turned
+    upright, else wide enough for two neighbouring labels to share the gap (``turn=None``:
+    the smaller of the two).  Size a picture so that its heatmap gets at least this much room
+    (or split it): the labels are never thinned.
+    """
+    x_shown = [literal(s) for s in x_labels]
+    upright = LABEL_PITCH * tick
+    widths = [_label_width(s, tick) for s in x_shown] or [tick]
+    pairs = [(a + b) / 2 for a, b in zip(widths, widths[1:], strict=False)] or widths
+    level = max(max(pairs), upright)
+    col = upright if turn else level if turn is False else min(upright, level)
+    return len(x_shown) * col, len(y_labels) * upright
+
+
+def _labels_shown(ax, which: str) -> list[str]:
+    """Texts of the tick labels drawn on ``which`` axis of ``ax`` or of an axes sharing it."""
+    shared = ax.get_shared_x_axes() if which == "x" else ax.get_shared_y_axes()
+    found: list[str] = []
+    for other in shared.get_siblings(ax):
+        axis = other.xaxis if which == "x" else other.yaxis
+        if not (other.axison and axis.get_visible()):
+            continue
+        lo, hi = sorted(axis.get_view_interval())
+        labels = []
+        for tick, loc in zip(axis.majorTicks, axis.get_majorticklocs(), strict=False):
+            if lo - 1e-9 <= loc <= hi + 1e-9:
+                labels += [t.get_text() for t in (tick.label1, tick.label2) if t.get_visible()]
+        if len(labels) > len(found):
+            found = labels
+    return found
+
+
+def heatmaps_of(fig) -> list[Heatmap]:
+    """The :class:`Heatmap` s drawn into ``fig`` (for tests and the PNG's label record)."""
+    return list(getattr(fig, "_attnlab_heatmaps", []))
 
 
 class Heatmap:
@@ -72,6 +108,7 @@ class Heatmap:
         sizes: TypeSizes | None = None,
     ):
         self.ax, self.fig = ax, ax.get_figure(root=True)
+        self.fig.__dict__.setdefault("_attnlab_heatmaps", []).append(self)
         self.sizes = sizes or TYPE.at(self.fig.get_figwidth(), self.fig.get_figwidth() * 72)
         self.vmin, self.vmax = vmin, vmax
         self.cmap = matplotlib.colormaps[cmap].with_extremes(bad=bad)
@@ -100,6 +137,7 @@ class Heatmap:
         self.x_labels: list[str] = []
         self.y_labels: list[str] = []
         self.reveal_rows = False
+        self.crowded = False  # set_labels: too little room for every label at the tick size
         self._row_texts: dict[int, Text] = {}  # row -> its label, drawn once the row has data
 
     def _rgba(self, values: np.ndarray) -> np.ndarray:
@@ -126,11 +164,12 @@ class Heatmap:
     ) -> None:
         """Fix the grid to len(y_labels) rows and len(x_labels) columns, with tick labels.
 
-        Labels are at ``sizes.tick``; where the cells are too narrow for that, every k-th cell
-        is labelled (and the last).  With ``reveal_rows`` a row's y label appears only once
-        the row holds data (decoding: the output token is not known before its step).  Labels
-        are shown literally (:func:`literal`) unless ``mathtext`` is True.  ``turn``: x labels
-        upright (True) or level (False); by default words are turned where they would touch.
+        Every cell gets its label, at ``sizes.tick``; ``crowded`` says whether the axes are
+        too small for them (:func:`heatmap_room`: make the picture larger, or split it).  With
+        ``reveal_rows`` a row's y label appears only once the row holds data (decoding: the
+        output token is not known before its step).  Labels are shown literally
+        (:func:`literal`) unless ``mathtext`` is True.  ``turn``: x labels upright (True) or
+        level (False); by default words are turned where they would touch.
         """
         self.x_labels, self.y_labels = [str(s) for s in x_labels], [str(s) for s in y_labels]
         self.reveal_rows = reveal_rows
@@ -145,19 +184,13 @@ class Heatmap:
         y_shown = self.y_labels if mathtext else [literal(s) for s in self.y_labels]
         width_pt, height_pt = self._axes_points()
         tick = self.sizes.tick
-        wide = [(0.62 * len(s) + 0.3) * tick for s in x_shown]  # about a label's width (pt)
-        pitch = width_pt / n_cols
-        pairs = [(a + b) / 2 for a, b in zip(wide, wide[1:], strict=False)] or [tick]
-        # words whose neighbours would touch: turn the labels; characters (and one <eos>)
-        # stay level, every k-th cell labelled where they do not fit
-        if turn is None:
-            words = float(np.median([len(s) for s in x_shown])) > 2 if x_shown else False
-            turn = words and float(np.median(pairs)) > 0.95 * pitch
-        need_x = 1.05 * tick if turn else max(pairs)
-        x_kept = _labelled(len(x_shown), label_step(n_cols, pitch, need_x))
-        y_kept = _labelled(len(y_shown), label_step(n_rows, height_pt / n_rows, 1.05 * tick))
-        self.ax.set_xticks(x_kept, [x_shown[i] for i in x_kept], rotation=90 if turn else 0)
-        self.ax.set_yticks(y_kept, [y_shown[i] for i in y_kept])
+        if turn is None:  # labels whose neighbours would touch when level: turn them upright
+            level, _ = heatmap_room(x_shown, y_shown, tick, turn=False)
+            turn = level > width_pt
+        need_w, need_h = heatmap_room(x_shown, y_shown, tick, turn=turn)
+        self.crowded = need_w > width_pt * 1.001 or need_h > height_pt * 1.001
+        self.ax.set_xticks(range(len(x_shown)), x_shown, rotation=90 if turn else 0)
+        self.ax.set_yticks(range(len(y_shown)), y_shown)
         self.ax.tick_params(labelsize=tick)
         for text in self._row_texts.values():
             text.remove()
@@ -165,7 +198,29 @@ class Heatmap:
         if reveal_rows:  # the static labels keep their room but are invisible
             for tick_label in self.ax.get_yticklabels():
                 tick_label.set_alpha(0.0)
-            self._row_texts = {r: self._row_label(r, y_shown[r]) for r in y_kept}
+            self._row_texts = {r: self._row_label(r, y_shown[r]) for r in range(len(y_shown))}
+
+    def record(self) -> dict:
+        """Every key and query (as drawn: :func:`literal`) and those labelled in the picture.
+
+        A label counts when its tick is in view with its label switched on, in this axes or
+        one sharing the axis with it (a grid of panels labels its outer edges); with
+        ``reveal_rows`` only the rows that hold data are queries yet, labelled by their row
+        label.
+        """
+        rows = range(len(self.y_labels))
+        if self.reveal_rows:
+            rows = [r for r in rows if np.isfinite(self.data[r]).any()]
+            y_shown = [self._row_texts[r].get_text() for r in rows if r in self._row_texts]
+        else:
+            y_shown = _labels_shown(self.ax, "y")
+        return {
+            "keys": [literal(s) for s in self.x_labels],
+            "queries": [literal(self.y_labels[r]) for r in rows],
+            "keys_labelled": _labels_shown(self.ax, "x"),
+            "queries_labelled": y_shown,
+            "crowded": bool(self.crowded),
+        }
 
     def _row_label(self, row: int, label: str) -> Text:
         return self.ax.annotate(

@@ -2,7 +2,7 @@
 
 Each helper returns something that displays itself (an HTML table, highlighted source, a
 picture) with a stable text form, so that nbval can compare the stored outputs.  Pictures are
-drawn through :mod:`attnlab.plots` (Agg canvases, no pyplot) with the lecture's type sizes.
+drawn through :mod:`attnlab.canvas` (Agg canvases, no pyplot) with the lecture's type sizes.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import numpy as np
 import torch
 
 from . import attention as A
-from . import plots
+from . import canvas, deck_pictures, heatmaps
 
 __all__ = [
     "Table",
@@ -37,6 +37,11 @@ __all__ = [
     "positional_encoding_picture",
     "alignment_failure",
     "count_parameters",
+    "graph_depth",
+    "sequential_steps",
+    "flops_per_step",
+    "teacher_forcing",
+    "head_study",
 ]
 
 
@@ -100,7 +105,7 @@ class Picture:
     data: dict = field(default_factory=dict)  # what was drawn, for code and tests
 
     def _repr_png_(self) -> bytes:
-        return plots.png_bytes(self.fig, draw=True)
+        return canvas.png_bytes(self.fig, draw=True)
 
     def __repr__(self) -> str:
         return self.summary
@@ -176,11 +181,13 @@ def _card(name: str) -> dict:
 
 
 def model_table(names: Sequence[str] = ("rnnenc-dates", "rnnsearch-dates", "transformer-dates")):
-    """Our own "results table": accuracy, parameters and training time of the shipped models.
+    """Our own "results table": accuracy, parameters, steps and training time of shipped models.
 
     The figures come from each checkpoint's card (written by the training script when it
     saved the model), so they are what our training measured, not numbers typed into the
-    deck; no weights are loaded.
+    deck; no weights are loaded.  The time is the wall-clock time of the whole training run
+    (held-out measurements included) on one CPU thread of a shared 2-core machine; the steps
+    are the work, and ``stopped`` says why training ended (target reached or step budget).
     """
     rows = []
     for name in names:
@@ -188,19 +195,22 @@ def model_table(names: Sequence[str] = ("rnnenc-dates", "rnnsearch-dates", "tran
         acc = card.get("heldout_accuracy")
         params = card.get("parameters")
         seconds = card.get("train_seconds")
+        reached = card.get("reached_target_at_step")
+        target = (card.get("train") or {}).get("target")
+        stopped = f"reached {target:.1%}" if reached is not None else "step budget"
         rows.append(
             [
                 name,
                 f"{100 * acc:.2f}%" if acc is not None else "n/a",
                 f"{params:,}" if params is not None else "n/a",
+                f"{card.get('steps', 'n/a')} ({stopped})",
                 f"{seconds:.0f} s" if seconds is not None else "n/a",
-                f"{card.get('steps', 'n/a')}",
             ]
         )
     return Table(
-        ["model", "exact match (held-out dates)", "parameters", "training time", "steps"],
+        ["model", "exact match (held-out)", "parameters", "steps of 128", "training time"],
         rows,
-        caption="Dates -> ISO, as our training script measured (one CPU thread, wall-clock)",
+        caption="Dates -> ISO, from the cards: wall-clock time of the whole run, one CPU thread",
     )
 
 
@@ -268,14 +278,16 @@ def _median_ms(fn, args, repeats: int) -> float:
 
 
 def plot_timings(timings: dict[str, list[float]]) -> Picture:
-    """Log-log plot of the timings from :func:`time_rnn_vs_attention` (``plots.timings``)."""
-    return Picture(plots.timings(timings), "forward time of a GRU and of self-attention", timings)
+    """Log-log plot of the timings from :func:`time_rnn_vs_attention` (``deck_pictures.timings``)."""
+    return Picture(
+        deck_pictures.timings(timings), "forward time of a GRU and of self-attention", timings
+    )
 
 
 # --------------------------------------------------------------------------- pictures
 #: The widest a picture is drawn (px at 100 dpi): narrower than the output area of both the
 #: RISE slideshow and the offline export at 1280x720, so it is shown at its own size and
-#: its type at the size :mod:`attnlab.plots` sets.
+#: its type at the size :mod:`attnlab.typography` sets.
 MAX_WIDTH_PX = 960
 
 
@@ -300,19 +312,19 @@ def causal_demo(mask: torch.Tensor | None = None, n: int = 6, d_k: int = 8, seed
     except (TypeError, ValueError) as err:
         return Message(f"✗ {err}")
     future = float(weights.triu(diagonal=1).sum())  # weight on keys j > t
-    fig = plots.mask_and_weights(mask.numpy(), weights.numpy())
+    fig = deck_pictures.mask_and_weights(mask.numpy(), weights.numpy())
     summary = f"masked self-attention, n = {n}: total weight on future positions = {future:.3f}"
     return Picture(fig, summary, {"weights": weights, "mask": mask, "future": future})
 
 
 def head_grid(model, text: str) -> Picture:
-    """Cross-attention of every layer and head of the Transformer on ``text`` (``plots``)."""
+    """Cross-attention of every layer and head of the Transformer on ``text`` (``deck_pictures``)."""
     from .decode import decode
 
     result = decode(model, text)
     layers, heads = result.alpha.shape[:2]
     summary = f"cross-attention, {layers} layers x {heads} heads: {text!r} -> {result.text!r}"
-    fig = plots.head_grid(result, shown_width_px=MAX_WIDTH_PX, height_px=450)
+    fig = deck_pictures.head_grid(result, shown_width_px=MAX_WIDTH_PX, height_px=450)
     return Picture(fig, summary, {"alpha": result.alpha})
 
 
@@ -324,23 +336,35 @@ def _mean_heads(w: np.ndarray) -> np.ndarray:
 def three_attentions(model, text: str, layer: int = -1) -> Picture:
     """The Transformer's three attentions on ``text``, side by side (mean over the heads).
 
-    Encoder self-attention (source x source), masked decoder self-attention (output x
-    output: the causal triangle) and cross-attention (output x source), of ``layer``.
+    Encoder self-attention (source x source), masked decoder self-attention (decoder input x
+    decoder input: the causal triangle) and cross-attention (decoder input x source), of
+    ``layer``.  The decoder's queries and keys are its inputs, the outputs shifted right
+    (``<s>``, y_1, y_2, ...): the query at ``<s>`` writes y_1, the one at y_1 writes y_2.
     """
     w = model.attention_weights(text)
     src, out = w["source_tokens"], w["output_tokens"]
+    inputs = ["<s>", *out[:-1]]  # the decoder reads its outputs shifted right: <s>, y_1, ...
     panels = [
         ("encoder self", _mean_heads(w["encoder_self"][layer]), src, src),
-        ("masked decoder self", _mean_heads(w["decoder_self"][layer]), out, out),
-        ("cross (decoder -> encoder)", _mean_heads(w["cross"][layer]), src, out),
+        ("masked decoder self", _mean_heads(w["decoder_self"][layer]), inputs, inputs),
+        ("cross (decoder -> encoder)", _mean_heads(w["cross"][layer]), src, inputs),
     ]
-    fig, sizes = plots.slide_figure(MAX_WIDTH_PX, 440)
+    fig, sizes = canvas.slide_figure(MAX_WIDTH_PX, 470)
     axes = fig.subplots(1, 3, width_ratios=[len(src), len(out) + 2, len(src) + 3])
+    labels = [("source", "source"), ("decoder input", "decoder input"), ("source", "")]
     for k, (ax, (title, values, x, y)) in enumerate(zip(axes, panels, strict=True)):
-        plots.still_heatmap(
-            ax, values, x, y, title=title, colorbar=k == 2, xlabel="key", ylabel="", sizes=sizes
+        xlabel, ylabel = labels[k]
+        heatmaps.still_heatmap(
+            ax,
+            values,
+            x,
+            y,
+            title=title,
+            colorbar=k == 2,
+            xlabel=xlabel,
+            ylabel=ylabel,
+            sizes=sizes,
         )
-    axes[0].set_ylabel("query", fontsize=sizes.label)
     nlayers = w["encoder_self"].shape[0]
     summary = (
         f"layer {range(nlayers)[layer] + 1} of {nlayers}, mean over the heads: {text!r} -> "
@@ -350,24 +374,34 @@ def three_attentions(model, text: str, layer: int = -1) -> Picture:
 
 
 def positional_encoding_picture(n: int = 40, d: int = 64, at: int = 10) -> Picture:
-    """PE (n, d) as a heatmap, and PE[pos] . PE[at] against pos: nearby positions look alike."""
-    pe = A.positional_encoding(n, d)  # (n, d)
+    """PE as two heatmaps (sin rows, cos rows, by pair index i) and PE[pos] . PE[at] against pos.
+
+    PE[pos, 2i] = sin(pos / 10000^(2i/d)) and PE[pos, 2i+1] = cos(...): the left panels show
+    the d/2 sine and the d/2 cosine dimensions apart, row i = the pair index (frequency
+    falling with i), so the picture is not the barcode that interleaving them gives.  The
+    right panel: nearby positions look alike.
+    """
+    pe = A.positional_encoding(n, d)  # (n, d), row pos = 0..n-1
     similarity = (pe @ pe[at]).numpy()  # PE[pos] . PE[at]: (n,)
-    fig, sizes = plots.slide_figure(MAX_WIDTH_PX, 340)
-    left, right = fig.subplots(1, 2, width_ratios=[1.4, 1])
-    im = left.imshow(pe.numpy().T, cmap="RdBu_r", vmin=-1, vmax=1, aspect="auto")
-    left.set_xlabel("position pos", fontsize=sizes.label)
-    left.set_ylabel("dimension i", fontsize=sizes.label)
-    left.set_title(f"PE[pos, i], d = {d}", fontsize=sizes.title)
-    fig.colorbar(im, ax=left, fraction=0.04).ax.tick_params(labelsize=sizes.tick)
+    fig, sizes = canvas.slide_figure(MAX_WIDTH_PX, 380)
+    sin_ax, cos_ax, right = fig.subplots(1, 3, width_ratios=[1, 1, 1.1])
+    for ax, name, cols in ((sin_ax, "sin", pe[:, 0::2]), (cos_ax, "cos", pe[:, 1::2])):
+        im = ax.imshow(cols.numpy().T, cmap="RdBu_r", vmin=-1, vmax=1, aspect="auto")
+        ax.set_xlabel("position pos", fontsize=sizes.label)
+        ax.set_title(rf"$\{name}(pos\,/\,10000^{{2i/d}})$", fontsize=sizes.label)
+    sin_ax.set_ylabel("pair index i", fontsize=sizes.label)
+    fig.colorbar(im, ax=cos_ax, fraction=0.08).ax.tick_params(labelsize=sizes.tick)
     right.plot(range(n), similarity, "o-", markersize=4)
     right.axvline(at, color="0.6", lw=1)
     right.set_xlabel("position pos", fontsize=sizes.label)
-    right.set_title(f"PE[pos] · PE[{at}]", fontsize=sizes.title)
-    for ax in (left, right):
+    right.set_title(f"PE[pos] · PE[{at}]", fontsize=sizes.label)
+    for ax in (sin_ax, cos_ax, right):
         ax.tick_params(labelsize=sizes.tick)
     peak = int(np.argmax(similarity))
-    summary = f"positional encoding (n={n}, d={d}); PE[pos]·PE[{at}] peaks at pos = {peak}"
+    summary = (
+        f"positional encoding (n={n}, d={d}): sin and cos by pair index i = 0..{d // 2 - 1}; "
+        f"PE[pos]·PE[{at}] peaks at pos = {peak}"
+    )
     return Picture(fig, summary, {"pe": pe, "similarity": similarity})
 
 
@@ -393,10 +427,10 @@ def alignment_failure(model, length: int = 45, seed: int = 0) -> Picture:
     alpha = result.alpha.reshape(-1, *result.alpha.shape[-2:]).mean(axis=0)  # (T, n)
     wrong = _first_wrong(result.text, digits[::-1])
     T, n = alpha.shape
-    fig, sizes = plots.slide_figure(760, 460)
+    fig, sizes = canvas.slide_figure(760, 460)
     ax = fig.add_subplot()
     x, y = [str(i) for i in range(1, n + 1)], [str(t) for t in range(1, T + 1)]  # 1-based
-    plots.still_heatmap(
+    heatmaps.still_heatmap(
         ax, alpha, x, y, xlabel="source position i", ylabel="output step t", sizes=sizes
     )
     ax.plot([length - 1 - t for t in range(length)], range(length), ":", color="white", lw=2)
@@ -410,3 +444,368 @@ def alignment_failure(model, length: int = 45, seed: int = 0) -> Picture:
     )
     data = {"digits": digits, "output": result.text, "first_wrong": wrong, "alpha": alpha}
     return Picture(fig, summary, data)
+
+
+# --------------------------------------------------------------------------- sequential steps
+def graph_depth(out: torch.Tensor) -> int:
+    """The longest chain of operations that must run one after another to compute ``out``.
+
+    Read from the autograd graph of ``out`` (each node one operation, an edge "needs the
+    result of"): operations on one chain cannot overlap, whatever the hardware, so this is the
+    number of sequential steps; everything off the chain could run in parallel.
+    """
+    root = out.grad_fn
+    if root is None:
+        raise ValueError("graph_depth needs a tensor computed from inputs that require grad")
+    children: dict = {}
+    stack = [root]
+    while stack:  # every node once (no recursion: the RNN's chain is thousands deep)
+        fn = stack.pop()
+        if fn in children:
+            continue
+        children[fn] = [nxt for nxt, _ in fn.next_functions if nxt is not None]
+        stack.extend(k for k in children[fn] if k not in children)
+    parents = dict.fromkeys(children, 0)
+    for kids in children.values():
+        for k in kids:
+            parents[k] += 1
+    order, ready = [], [root]
+    while ready:  # topological order, root first
+        fn = ready.pop()
+        order.append(fn)
+        for k in children[fn]:
+            parents[k] -= 1
+            if parents[k] == 0:
+                ready.append(k)
+    depth: dict = {}
+    for fn in reversed(order):  # leaves first
+        depth[fn] = 1 + max((depth[k] for k in children[fn]), default=0)
+    return depth[root]
+
+
+def sequential_steps(lengths: Sequence[int] = (8, 32, 128, 512), d: int = 32) -> Table:
+    """Sequential steps (:func:`graph_depth`) of a GRU over n tokens and of self-attention.
+
+    The GRU computes h_t = GRUCell(x_t, h_{t-1}) for t = 1..n; one self-attention layer
+    (:class:`attnlab.attention.MultiHeadAttention`, 4 heads) computes all n outputs at once.
+    """
+    torch.manual_seed(0)
+    cell, mha = torch.nn.GRUCell(d, d), A.MultiHeadAttention(d, 4)
+    rows = []
+    for n in lengths:
+        x = torch.randn(n, d, requires_grad=True)  # (n, d)
+        h = torch.zeros(1, d)
+        for t in range(n):
+            h = cell(x[t : t + 1], h)  # h_t needs h_{t-1}: (1, d)
+        y = mha(x, x, x)  # all n positions at once: (n, d)
+        rows.append([str(n), f"{graph_depth(h):,}", f"{graph_depth(y):,}"])
+    return Table(
+        ["n tokens", "RNN (GRU): h_t needs h_{t-1}", "one self-attention layer"],
+        rows,
+        caption="Longest chain of operations that must run one after another (autograd graph)",
+    )
+
+
+def flops_per_step(kind: str, task: str = "reverse", batch: int = 128, seed: int = 1) -> float:
+    """GFLOP of one training step (forward, loss, backward) of a fresh ``kind`` model.
+
+    Counted by :class:`torch.utils.flop_counter.FlopCounterMode` on ``batch`` training
+    examples of ``task`` (the shipped recipe's sizes), so two designs can be compared at equal
+    compute rather than equal steps or equal wall-clock time.
+    """
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from .batches import encode_pairs, take
+    from .data import get_task
+    from .recipes import default_configs, new_model
+
+    torch.manual_seed(seed)
+    t = get_task(task)
+    train = default_configs(kind, t.name)[1]
+    pairs = t.make(batch, seed=seed, **train.task_kwargs(t.name, "train"))
+    model = new_model(kind, t)
+    src, src_len, tgt_in, tgt_out = take(
+        encode_pairs(pairs, model.src_vocab, model.tgt_vocab), torch.arange(batch)
+    )
+    with FlopCounterMode(display=False) as counter:
+        logits = model(src, src_len, tgt_in)  # (B, T, V)
+        loss = torch.nn.functional.cross_entropy(
+            logits.flatten(0, 1), tgt_out.flatten(), ignore_index=0
+        )
+        loss.backward()
+    return counter.get_total_flops() / 1e9
+
+
+# --------------------------------------------------------------------------- teacher forcing
+class _Calls:
+    """Counts the forward calls of a module (a forward hook) while in a ``with`` block."""
+
+    def __init__(self, module: torch.nn.Module):
+        self.module, self.count = module, 0
+
+    def __enter__(self):
+        self.handle = self.module.register_forward_hook(self._hook)
+        return self
+
+    def _hook(self, *_):
+        self.count += 1
+
+    def __exit__(self, *_):
+        self.handle.remove()
+
+
+def teacher_forcing(model, text: str, target: str) -> Table:
+    """Training against decoding on one example of a trained Transformer.
+
+    Training (teacher forcing): the decoder reads the true target shifted right, ``<s>``,
+    y_1, ..., y_{T-1}, and predicts y_t at every position t in ONE pass.  Decoding: it reads
+    its own previous outputs, so output t needs output t-1: T passes.  The passes are counted
+    with a hook on the model's output layer, not assumed.
+    """
+    from .decode import _evaluating, greedy
+
+    prepared = model.prepare(text)
+    src = model.source_ids(prepared)  # (1, n)
+    vocab = model.tgt_vocab
+    y = vocab.encode(target)  # the true y_1..y_T (without <eos>)
+    tgt_in = torch.tensor([[vocab.sos, *y]])  # shifted right: <s>, y_1, ..., y_T
+    with _evaluating(model), _Calls(model.out) as forced_calls:
+        logits = model(src, torch.tensor([src.shape[1]]), tgt_in)  # all positions: (1, T+1, V)
+    predicted = logits[0].argmax(-1).tolist()  # y_t predicted at each position
+    with _Calls(model.out) as decoding:
+        ids = greedy(model, src)[0]
+    inputs = ["<s>", *target]  # what the decoder reads at t = 1..T+1
+    forced = [vocab.itos[i] for i in predicted]
+    decoded = [vocab.itos[i] for i in ids] + ["<eos>"]
+    right = sum(a == b for a, b in zip(forced, [*target, "<eos>"], strict=False))
+    caption = (
+        f"{text!r}: training predicts all {len(inputs)} positions in {forced_calls.count} pass "
+        f"({right} of {len(inputs)} right); decoding took {decoding.count} passes, one per token"
+    )
+    pad = lambda row: row + [""] * (len(inputs) - len(row))  # noqa: E731
+    return Table(
+        ["t", *(str(t) for t in range(1, len(inputs) + 1))],
+        [
+            ["decoder input", *inputs],
+            ["teacher-forced", *pad(forced)],
+            ["decoded", *pad(decoded)],
+        ],
+        caption,
+    )
+
+
+# --------------------------------------------------------------------------- heads
+def _keep_heads(model, keep: set[int] | None):
+    """Forward pre-hooks on every W^O of ``model``: the heads not in ``keep`` output zeros."""
+    handles = []
+    if keep is None:
+        return handles
+    for mha in (m for m in model.modules() if isinstance(m, A.MultiHeadAttention)):
+        d_k = mha.d_k
+
+        def zero_others(_, args, d_k=d_k):
+            (concat,) = args  # Concat(head_1..head_h): (..., m, d_model)
+            mask = torch.zeros(concat.shape[-1])
+            for k in keep:
+                mask[k * d_k : (k + 1) * d_k] = 1.0
+            return (concat * mask,)
+
+        handles.append(mha.W_o.register_forward_pre_hook(zero_others))
+    return handles
+
+
+def head_study(model, n: int = 300, seed: int = 4_000_000) -> Table:
+    """Why several heads, measured on a trained Transformer and ``n`` fresh held-out examples.
+
+    For each configuration, the exact match when every attention of the model keeps all its
+    heads, only head k, or every head but k (the others' outputs set to zero before W^O); and
+    how often the heads of the last cross-attention put their strongest weight on different
+    source positions.
+    """
+    from .batches import evaluate
+    from .data import get_task
+
+    task = get_task(model.card["task"])
+    pairs = task.make(n, seed=seed)
+    h = model.config.num_heads
+
+    def score(keep):
+        handles = _keep_heads(model, keep)
+        try:
+            return evaluate(model, pairs, batch_size=n)["exact_match"]
+        finally:
+            for handle in handles:
+                handle.remove()
+
+    rows = [["all heads", f"{score(None):.1%}", ""]]
+    for k in range(h):
+        others = set(range(h)) - {k}
+        rows.append([f"head {k + 1}", f"{score({k}):.1%}", f"{score(others):.1%}"])
+    return Table(
+        ["heads in every attention", "only this head", "all but this head"],
+        rows,
+        caption=f"{model.card['name']}: exact match on {n} fresh held-out examples",
+    )
+
+
+# --------------------------------------------------------------------------- real language
+def _sized_heatmaps(
+    x_labels, y_labels, panels: int = 1, extra_w: float = 150, extra_h: float = 120
+):
+    """A slide figure with ``panels`` heatmaps side by side, each big enough for every label."""
+    room_w, room_h = heatmaps.heatmap_room(x_labels, y_labels)  # px at the shown size
+    width = min(MAX_WIDTH_PX, panels * room_w + extra_w + 40 * (panels - 1))
+    height = min(560, room_h + extra_h)
+    fig, sizes = canvas.slide_figure(width, height)
+    axes = fig.subplots(1, panels, squeeze=False)[0]
+    return fig, sizes, axes
+
+
+def alignment_picture(model, text: str, title: str = "", layer: int | None = None) -> Picture:
+    """alpha of ``model`` translating ``text``: source words on x, output words on y.
+
+    RNN models have one alpha; for the Transformer the cross-attention of ``layer`` (default:
+    the last), mean over its heads.  Row t is alpha_{t,1..n} (t and i 1-based on the slide).
+    """
+    from .decode import decode
+
+    result = decode(model, text)
+    alpha = result.alpha[-1 if layer is None else layer].mean(axis=0)  # (T, n)
+    x, y = result.source_tokens, result.output_tokens
+    fig, sizes, (ax,) = _sized_heatmaps(x, y)
+    heatmaps.still_heatmap(
+        ax, alpha, x, y, title=title, xlabel="source i", ylabel="output t", sizes=sizes
+    )
+    summary = f"{model.card['name']}: {text!r} -> {result.text!r}"
+    return Picture(fig, summary, {"alpha": alpha, "output": result.text, "source": x})
+
+
+def self_attention_heads(model, text: str, layer: int = 0) -> Picture:
+    """The encoder self-attention of every head of ``layer`` on ``text``, side by side."""
+    w = model.attention_weights(text)
+    src = w["source_tokens"]
+    weights = w["encoder_self"][layer]  # (h, n, n)
+    h = weights.shape[0]
+    fig, sizes, axes = _sized_heatmaps(src, src, panels=h, extra_w=120)
+    for k, ax in enumerate(axes):
+        heatmaps.still_heatmap(
+            ax, weights[k], src, src, title=f"head {k + 1}", colorbar=k == h - 1,
+            xlabel="key", ylabel="query" if k == 0 else "", sizes=sizes,
+        )  # fmt: skip
+        if k:
+            ax.set_yticklabels([])
+    summary = (
+        f"{model.card['name']}: encoder self-attention, layer {layer + 1}, {h} heads: {text!r}"
+    )
+    return Picture(fig, summary, {"weights": weights, "source": src})
+
+
+def _language_results() -> dict:
+    from .experiments.language import load_results
+
+    return load_results()
+
+
+def held_out_example(model, example: dict, what: str = "", layer: int | None = None, head=None):
+    """A stored test-split example (:mod:`attnlab.experiments.language`), decoded live again.
+
+    The picture is ``model``'s alpha on the example's English (the cross-attention of
+    ``layer``, mean over the heads or ``head``); its title says it is held out and whether the
+    live output equals the reference, word for word (``what`` goes in front).
+    """
+    from .data import tokenize
+    from .decode import decode
+
+    result = decode(model, example["source"])
+    right = tokenize(result.text) == tokenize(example["reference"])
+    title = f"{what}held-out test string, output {'= reference' if right else '≠ reference'}"
+    alpha = result.alpha[-1 if layer is None else layer]  # (h, T, n)
+    alpha = alpha.mean(axis=0) if head is None else alpha[head]  # (T, n)
+    x, y = result.source_tokens, result.output_tokens
+    fig, sizes, (ax,) = _sized_heatmaps(x, y)
+    heatmaps.still_heatmap(
+        ax, alpha, x, y, title=title, xlabel="English (source i)", ylabel="output t", sizes=sizes
+    )
+    summary = (
+        f"held-out (test split): {example['source']!r} -> {result.text!r}; reference "
+        f"{example['reference']!r} ({'the same words' if right else 'different'})"
+    )
+    return Picture(fig, summary, {"alpha": alpha, "output": result.text, "right": right})
+
+
+def language_table(results: dict | None = None) -> Table:
+    """Table 2 in miniature: our test BLEU/chrF and training time beside Vaswani et al.'s."""
+    results = results or _language_results()
+    models, base = results["scores"]["models"], results["scores"]["baselines"]
+    vaswani = results["table2"]["vaswani"]
+
+    def ours(name: str) -> list[str]:
+        s = models[name]
+        pair = s["pair"]
+        row = [name, "", ""]
+        row[1 if pair == "en-de" else 2] = f"{s['bleu']:.1f} / {s['chrf']:.1f}"
+        return [*row, f"{s['train_seconds'] / 60:.1f} min, 1 CPU thread"]
+
+    rows = [ours(n) for n in ("transformer-en-de", "transformer-en-fr", "rnnsearch-en-fr")]
+    rows.append(ours("rnnenc-en-fr"))
+    for kind in ("copy", "dictionary"):
+        rows.append(
+            [
+                f"baseline: {kind}",
+                f"{base['en-de'][kind]['bleu']:.1f} / {base['en-de'][kind]['chrf']:.1f}",
+                f"{base['en-fr'][kind]['bleu']:.1f} / {base['en-fr'][kind]['chrf']:.1f}",
+                "none",
+            ]
+        )
+    for name, v in vaswani.items():
+        when = v["training"].split(" (")[0]
+        rows.append([f"Vaswani {name.split('-')[1]}", f"{v['en-de']}", f"{v['en-fr']}", when])
+    return Table(
+        ["model", "EN→DE BLEU / chrF", "EN→FR BLEU / chrF", "training"],
+        rows,
+        caption="Ours: test split of the interface strings; Vaswani et al.: newstest2014 (BLEU)",
+    )
+
+
+def head_roles_table(roles: dict, layer: int = 0) -> Table:
+    """The measured roles of the encoder self-attention heads of ``layer`` (``head_roles``)."""
+    names = roles["roles"]
+    rows = []
+    for head, fractions in enumerate(roles["fractions"][layer]):
+        top = int(np.argmax(fractions))
+        shares = ", ".join(f"{r} {f:.0%}" for r, f in zip(names, fractions, strict=True))
+        rows.append([f"head {head + 1}", names[top], shares])
+    return Table(
+        ["head", "most often", "strongest weight on ..."],
+        rows,
+        caption=f"{roles['model']}, encoder layer {layer + 1}: every query of the "
+        f"{roles['strings']} test-split strings",
+    )
+
+
+def alpha_and_occlusion(example: dict, agreement: float) -> Picture:
+    """alpha beside occlusion (the drop of log p(y_t) when source word i is hidden)."""
+    x = example["source_tokens"][:-1]  # without <eos>
+    y = example["output_tokens"]
+    alpha = np.asarray(example["alpha"])[:, :-1]  # (T, n - 1)
+    drop = np.clip(np.asarray(example["occlusion"]), 0, None)  # (T, n - 1) nats
+    fig, sizes, (left, right) = _sized_heatmaps(x, y, panels=2, extra_w=170)
+    heatmaps.still_heatmap(
+        left, alpha, x, y, title="alpha", xlabel="source i", ylabel="output t", sizes=sizes
+    )
+    heatmaps.still_heatmap(
+        right, drop / max(drop.max(), 1e-9), x, y, title="hiding word i costs",
+        xlabel="source i", ylabel="", sizes=sizes,
+    )  # fmt: skip
+    right.set_yticklabels([])
+    t = example["step"]
+    for ax in (left, right):
+        ax.axhline(t - 0.5, color="red", lw=2)
+        ax.axhline(t + 0.5, color="red", lw=2)
+    summary = (
+        f"{example['source']!r} -> {example['output']!r}: at output {t + 1} "
+        f"({y[t]!r}) alpha peaks on {x[example['alpha_argmax']]!r}, hiding "
+        f"{x[example['occlusion_argmax']]!r} costs most; over the test split alpha's argmax "
+        f"is the most costly word at {agreement:.0%} of the steps"
+    )
+    return Picture(fig, summary, {"alpha": alpha, "drop": drop})

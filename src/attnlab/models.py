@@ -63,14 +63,27 @@ class Seq2SeqModel(nn.Module):
         vocabulary is lower-case only; refuses empty text, text longer than
         ``max_src_len`` characters, and characters outside the vocabulary.  The one place
         where a text is checked: everything after it takes the prepared text.
+
+        A word model (``src_vocab.level == "word"``) counts words, not characters, and
+        reads an unknown word as ``<unk>`` instead of refusing it.
         """
         text = normalise(raw, self.src_vocab)
+        if self.src_vocab.level == "word":
+            return self._prepare_words(text)
         if len(text) > self.max_src_len:
             raise InvalidInput(
                 f"Too long: {len(text)} characters; this model reads at most {self.max_src_len}."
             )
         if self.src_vocab.unknown(text):
             raise InvalidInput(unknown_message(self._unknown_as_typed(raw, text)))
+        return text
+
+    def _prepare_words(self, text: str) -> str:
+        n = len(self.src_vocab.tokens(text))
+        if n == 0:
+            raise InvalidInput("The text has no words: type a short English phrase.")
+        if n > self.max_src_len:
+            raise InvalidInput(f"Too long: {n} words; this model reads at most {self.max_src_len}.")
         return text
 
     def _unknown_as_typed(self, raw: object, text: str) -> list[str]:
@@ -82,8 +95,13 @@ class Seq2SeqModel(nn.Module):
 
     def source_ids(self, prepared: str) -> Tensor:
         """Source ids (1, n) of a text already :meth:`prepare`-d, with the <eos> read last."""
-        ids = [self.src_vocab.stoi[c] for c in prepared] + [self.src_vocab.eos]
+        v = self.src_vocab
+        ids = [v.stoi.get(tok, v.unk) for tok in v.tokens(prepared)] + [v.eos]  # unknown: <unk>
         return torch.tensor([ids], dtype=torch.long)
+
+    def tokens_of(self, prepared: str) -> list[str]:
+        """The source tokens of a text already :meth:`prepare`-d (unknown words: <unk>)."""
+        return self.src_vocab.shown(prepared)
 
     def encode_source(self, text: object) -> Tensor:
         """Source ids (1, n) of ``text`` (checked by :meth:`prepare`), ending in <eos>."""
@@ -91,7 +109,7 @@ class Seq2SeqModel(nn.Module):
 
     def source_tokens(self, text: object) -> list[str]:
         """The tokens the encoder sees, in order (the x axis of the heatmap), ending in <eos>."""
-        return [*self.prepare(text), EOS]
+        return [*self.tokens_of(self.prepare(text)), EOS]
 
     # ---------------------------------------------------------------- output
     def translate(self, text: object, beam: int | None = None) -> str:

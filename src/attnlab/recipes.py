@@ -19,6 +19,8 @@ from attnlab.seq2seq import RNNConfig
 from attnlab.transformer import TransformerConfig
 
 __all__ = [
+    "LANGUAGE_RECIPES",
+    "LanguageRecipe",
     "SHIPPED_RECIPES",
     "TEST_SEED_OFFSET",
     "VALID_SEED_OFFSET",
@@ -32,7 +34,7 @@ __all__ = [
 VALID_SEED_OFFSET, TEST_SEED_OFFSET = 1_000_000, 2_000_000
 
 #: Shipped dates checkpoints -> (kind, task, changes to the recipe's model config);
-#: ``python -m attnlab.train --all`` retrains them (the length experiment,
+#: ``python -m attnlab.cli --all`` retrains them (the length experiment,
 #: :mod:`attnlab.experiments.length`, trains the ``reverse`` ones).  The four score models
 #: differ from ``rnnsearch-dates`` in their score only (and s_t as wide as h_i, 128, which
 #: the dot scores need).
@@ -141,3 +143,54 @@ def checkpoint_name(kind: str, task: str) -> str:
         if recipe == (kind, task, {}):
             return name
     return f"{kind}-{task}"
+
+
+# --------------------------------------------------------------------------- real language
+@dataclass(frozen=True)
+class LanguageRecipe:
+    """How a word-level model on real language (:mod:`attnlab.corpus`) is trained.
+
+    A step budget on one thread; the dev split's chrF is measured every ``eval_every``
+    steps and the best weights are kept (early stopping).  The models have no dropout, so
+    the training drops words instead: each input word becomes ``<unk>`` with probability
+    ``word_dropout`` (which also teaches the models what an unknown word is).
+    """
+
+    kind: str  # a key of attnlab.registry.MODEL_KINDS
+    lang: str  # "fr" or "de": English -> this
+    config: dict  # the model config's fields (RNNConfig / TransformerConfig)
+    lr: float
+    max_steps: int
+    batch_size: int = 64
+    warmup: int = 0
+    eval_every: int = 100
+    label_smoothing: float = 0.1
+    word_dropout: float = 0.1  # each input word (source and decoder input) -> <unk> with this p
+    weight_decay: float = 1e-4
+    src_min_count: int = 2  # English words seen fewer times are read as <unk>
+    tgt_min_count: int = 1
+    seed: int = 0
+    threads: int = 1
+    clip: float = 1.0
+
+
+#: Word models read at most 30 tokens and write at most 40 (the corpus's strings have at
+#: most 15 and 22): a longer text is refused with one line, an output is bounded.
+_WORD_LENS = {"max_src_len": 30, "max_tgt_len": 40}
+_RNN = {"emb": 96, "enc_hidden": 128, "dec_hidden": 128, "attn_hidden": 128, **_WORD_LENS}
+_TRANSFORMER = {"d_model": 128, "num_heads": 4, "num_layers": 2, "d_ff": 256, **_WORD_LENS}
+
+#: The shipped word models -> their recipes (``python -m attnlab.translation --all``).
+LANGUAGE_RECIPES: dict[str, LanguageRecipe] = {
+    "rnnsearch-en-fr": LanguageRecipe("rnnsearch", "fr", _RNN, lr=3e-3, max_steps=1200),
+    # Without attention, as wide a decoder (s_t and c of 256) for a fair comparison.
+    "rnnenc-en-fr": LanguageRecipe(
+        "rnnencdec", "fr", {**_RNN, "enc_hidden": 256, "dec_hidden": 256}, lr=3e-3, max_steps=1200
+    ),
+    "transformer-en-fr": LanguageRecipe(
+        "transformer", "fr", _TRANSFORMER, lr=2e-3, max_steps=2000, warmup=200
+    ),
+    "transformer-en-de": LanguageRecipe(
+        "transformer", "de", _TRANSFORMER, lr=2e-3, max_steps=2000, warmup=200
+    ),
+}

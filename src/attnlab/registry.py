@@ -1,6 +1,6 @@
 """The one registry of model kinds: ``"rnnencdec"``, ``"rnnsearch"``, ``"transformer"``.
 
-Loading (:mod:`attnlab.checkpoints`) and training (:mod:`attnlab.train`) build models through
+Loading (:mod:`attnlab.checkpoints`) and training (:mod:`attnlab.train`, :mod:`attnlab.cli`) build models through
 :func:`build_model`; the training CLI's ``--model`` takes these names.  (Checkpoint *file*
 names such as ``rnnenc-dates`` are names of files, not kinds.)
 

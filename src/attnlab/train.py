@@ -11,7 +11,7 @@ early stop as soon as it reaches ``target`` (or at ``max_steps``).
 In a notebook ``fit`` draws the loss and held-out accuracy live, updating one picture in
 place; elsewhere it shows a tqdm bar (``progress=True``) or nothing.  The recipes are in
 :mod:`attnlab.recipes`, the tensors and the held-out score in :mod:`attnlab.batches`, and
-the command line that saves checkpoints (``python -m attnlab.train``) in :mod:`attnlab.cli`.
+the command line that saves checkpoints (``python -m attnlab.cli``) in :mod:`attnlab.cli`.
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ from torch import nn
 from attnlab.batches import encode_pairs, evaluate, take
 from attnlab.data import Task, get_task
 from attnlab.models import Seq2SeqModel
-from attnlab.plots import LivePlot
 from attnlab.recipes import VALID_SEED_OFFSET, TrainConfig, default_configs, new_model
+from attnlab.training_plots import LivePlot
 
 __all__ = ["TrainConfig", "default_configs", "encode_pairs", "evaluate", "fit"]
 
@@ -204,7 +204,5 @@ def _measure(model, valid, history: dict, losses: list[float], step: int, start:
     model.train()
 
 
-if __name__ == "__main__":
-    from attnlab.cli import main  # the command line lives in attnlab.cli
-
-    raise SystemExit(main())
+if __name__ == "__main__":  # not the command line: attnlab.cli imports this module
+    raise SystemExit("the command line is attnlab.cli: python -m attnlab.cli --help")

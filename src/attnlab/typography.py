@@ -27,21 +27,23 @@ __all__ = [
     "literal",
     "text_sizes",
     "smallest_text",
+    "RECORD_KEY",
+    "picture_record",
 ]
 
 SLIDE_WIDTH_PX, SLIDE_HEIGHT_PX = 1280, 720  # the deck's RISE size
-MIN_TEXT_PX = 14.0  # the smallest type that reads from the back of the room
+MIN_TEXT_PX = 18.0  # the smallest type that reads from the back of the room (issue 16)
 
 
 @dataclass(frozen=True)
 class TypeSizes:
     """Font sizes by role.  :data:`TYPE` holds them in px at the shown size; ``.at`` in points."""
 
-    tick: float = 15.0  # tick labels (heatmap tokens included)
-    label: float = 16.0  # axis labels, legends
-    title: float = 18.0  # titles
-    caption: float = 16.0  # captions and readouts drawn into a picture
-    table: float = 16.0  # table text
+    tick: float = 18.0  # tick labels (heatmap tokens included)
+    label: float = 19.0  # axis labels, legends
+    title: float = 21.0  # titles
+    caption: float = 19.0  # captions and readouts drawn into a picture
+    table: float = 20.0  # table text (HTML in widgets)
 
     def at(self, fig_width_in: float, shown_width_px: float) -> TypeSizes:
         """The same sizes in points, for a figure ``fig_width_in`` wide shown ``shown_width_px``."""
@@ -104,14 +106,16 @@ def _shown_tick_labels(fig: Figure) -> tuple[set[int], set[int]]:
     return every, shown
 
 
-def text_sizes(fig: Figure, shown_width_px: float) -> list[tuple[float, str]]:
+def text_sizes(fig: Figure, shown_width_px: float, draw: bool = True) -> list[tuple[float, str]]:
     """(px tall on the slide, text) of every text ``fig`` draws, shown ``shown_width_px`` wide.
 
-    Draws the figure first (ticks are made at draw time).  Counts titles, axis and tick
-    labels (only the ticks in view), legends, colorbars, annotations and the texts drawn by
-    blitting (animated); leaves out empty and fully transparent texts.
+    Draws the figure first (ticks are made at draw time; ``draw=False`` for a figure drawn
+    already, whose buffer must stay as it is).  Counts titles, axis and tick labels (only the
+    ticks in view), legends, colorbars, annotations and the texts drawn by blitting
+    (animated); leaves out empty and fully transparent texts.
     """
-    fig.canvas.draw()
+    if draw:
+        fig.canvas.draw()
     every, shown = _shown_tick_labels(fig)
     width = fig.get_figwidth()
     out = []
@@ -127,3 +131,24 @@ def text_sizes(fig: Figure, shown_width_px: float) -> list[tuple[float, str]]:
 def smallest_text(fig: Figure, shown_width_px: float) -> tuple[float, str]:
     """The smallest text of ``fig`` on the slide: (px, text)."""
     return min(text_sizes(fig, shown_width_px))
+
+
+#: The PNG text chunk in which ``canvas.png_bytes`` records what the picture draws: the
+#: browser tests read it from every picture on every slide (with the width it is shown at).
+RECORD_KEY = "attnlab"
+
+
+def picture_record(fig: Figure) -> dict:
+    """What a PNG of ``fig`` (drawn already) shows, in the PNG's own pixels.
+
+    ``min_text_px`` and ``min_text``: the smallest text, as tall as it is in the PNG (on the
+    slide: times shown width / PNG width); ``heatmaps``: each heatmap's keys and queries and
+    those labelled (``Heatmap.record``).
+    """
+    sizes = text_sizes(fig, fig.get_figwidth() * fig.dpi, draw=False)
+    px, text = min(sizes) if sizes else (0.0, "")
+    return {
+        "min_text_px": round(px, 2),
+        "min_text": text[:40],
+        "heatmaps": [h.record() for h in getattr(fig, "_attnlab_heatmaps", [])],
+    }

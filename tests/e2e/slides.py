@@ -28,7 +28,7 @@ from pathlib import Path
 
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
-from attnlab.checkpoints import write_atomic
+from attnlab.io import write_atomic
 
 ROOT = Path(__file__).resolve().parents[2]
 DECK = "notebooks/07_attention.ipynb"

@@ -1,7 +1,7 @@
 """What every attnlab widget shares: a message line, a picture, a stable text form.
 
 Each widget is an ``ipywidgets.VBox``.  Its picture is a PNG in an ``ipywidgets.Image``
-(drawn by :mod:`attnlab.plots`), never a pyplot figure in an Output area, so that
+(drawn by :mod:`attnlab.canvas`), never a pyplot figure in an Output area, so that
 
 * a live kernel updates it in a few milliseconds,
 * a notebook saved without a kernel (nbconvert HTML, GitHub) still shows the last picture:
@@ -23,7 +23,8 @@ import ipywidgets as widgets
 import torch
 
 from attnlab import load
-from attnlab.plots import TYPE
+from attnlab.sandbox import describe
+from attnlab.typography import TYPE
 
 __all__ = ["BaseWidget", "short", "load_model", "one_thread", "readable"]
 
@@ -72,6 +73,7 @@ class BaseWidget(widgets.VBox):
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
         self._message = ""
+        self.note = ""  # shown by guard() after the next action that succeeds
         # hidden while empty: an empty HTML line still takes ~30 px of a 720 px slide
         self.message_box = widgets.HTML(value="", layout={"display": "none"})
 
@@ -90,9 +92,12 @@ class BaseWidget(widgets.VBox):
     def guard(self, action: Callable[[], object]) -> bool:
         """Run ``action``; on bad input show its message instead of raising.
 
-        Returns True when the action succeeded.  ValueError (attnlab.data.InvalidInput is one)
-        carries a message written for students; anything else is reported by its type, so
-        that the slide never shows a traceback.
+        Returns True when the action succeeded (then ``self.note``, if set, is shown and
+        cleared).  ValueError (attnlab.data.InvalidInput is one) carries a message written for
+        students; anything else, any ``BaseException`` (a student's ``SystemExit`` included),
+        is reported in one line, so that the slide never shows a traceback and nothing reaches
+        ipykernel (which a ``SystemExit`` in a comm handler would end).  A KeyboardInterrupt
+        (the kernel's stop button) stops the action and says so.
         """
         try:
             action()
@@ -102,10 +107,14 @@ class BaseWidget(widgets.VBox):
         except OSError as err:  # a missing model file
             self.show_message(f"Cannot load the model: {err}")
             return False
-        except Exception as err:  # the deck must never show a traceback
-            self.show_message(f"Something went wrong ({type(err).__name__}): {err}")
+        except KeyboardInterrupt:
+            self.show_message("Interrupted: the widget stopped and still shows what it showed.")
             return False
-        self.show_message("")
+        except BaseException as err:  # noqa: BLE001 - the deck must never show a traceback
+            self.show_message(f"Something went wrong: {describe(err)}")
+            return False
+        self.show_message(self.note)
+        self.note = ""
         return True
 
     # ------------------------------------------------------------------ display

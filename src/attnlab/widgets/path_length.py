@@ -1,13 +1,16 @@
 r"""PathLengthExplorer: the dependency graphs of an RNN, CNNs and self-attention, one above another.
 
 Sliders for the sequence length n and the kernel size k.  Each panel draws one graph from
-:mod:`attnlab.paths` (inputs at the bottom, outputs at the top) with the shortest path from
-input 1 to output n in red; the table beside it gives that path's length (counted by BFS)
-next to the whole number Vaswani et al.'s Table 1 means: n, ceil(n/k), ceil(log_k n), 1.
+:mod:`attnlab.path_lengths` (inputs at the bottom, outputs at the top) with the shortest path from
+input 1 to output n in red; the table beside it gives that path's length as counted (BFS), the
+exact count's formula with its value (always the counted number: n, ceil((n-1)/(k-1)),
+ceil(log_k n), 1), and, apart, the order Vaswani et al.'s Table 1 gives (O(n), O(n/k),
+O(log_k n), O(1)): how the count grows, constants dropped, never a number of its own.
 
 Every (n, k) on the sliders is drawn when the widget is built, one picture per panel (the
 RNN and self-attention panels depend on n only), each in a Stack linked to the sliders in
-the browser: the sliders work in an exported page, and a kernel update is a lookup.
+the browser (:class:`attnlab.widgets._frames.FrameGrid`): the sliders work in an exported
+page, and the readouts (``lengths``, ``exact``, ``orders``) are those of the frame shown.
 """
 
 from __future__ import annotations
@@ -20,13 +23,13 @@ import numpy as np
 from matplotlib.collections import LineCollection
 from PIL import Image
 
-from attnlab import paths
-from attnlab.plots import cache_background, png_bytes, restore_background, slide_figure
+from attnlab import path_lengths as paths
+from attnlab.canvas import cache_background, png_bytes, restore_background, slide_figure
 
 from ._base import BaseWidget, readable
 from ._frames import FrameGrid
 
-__all__ = ["PathLengthExplorer", "N_VALUES", "K_VALUES"]
+__all__ = ["PathLengthExplorer", "N_VALUES", "K_VALUES", "EXACT", "exact_count"]
 
 TITLES = {
     "rnn": "RNN",
@@ -34,9 +37,27 @@ TITLES = {
     "dilated_cnn": "dilated CNN (dilation kˡ)",
     "self_attention": "self-attention (one layer)",
 }
+#: The exact number of edges on the path from input 1 to output n, as a formula.
+EXACT = {
+    "rnn": "n",
+    "cnn": "⌈(n−1)/(k−1)⌉",
+    "dilated_cnn": "⌈log_k n⌉",
+    "self_attention": "1",
+}
 N_VALUES = (4, 6, 8, 12, 16, 24, 32)
 K_VALUES = (2, 3, 4, 5, 6)
-WIDTH_PX, PANEL_PX = 520, 104  # each panel, shown at this size
+WIDTH_PX, PANEL_PX = 520, 112  # each panel, shown at this size
+
+
+def exact_count(kind: str, n: int, k: int) -> int:
+    """The value of :data:`EXACT`'s formula: the edges from input 1 to output n."""
+    if kind == "rnn":
+        return n  # x_1 -> h_1 -> h_2 -> ... -> h_n
+    if kind == "cnn":
+        return max(1, -(-(n - 1) // (k - 1)))  # L layers see L(k-1)+1 inputs
+    if kind == "dilated_cnn":
+        return paths.num_layers(kind, n, k)  # the smallest L with k^L >= n
+    return 1
 
 
 def _broken_line(segments: list) -> tuple[np.ndarray, np.ndarray]:
@@ -65,7 +86,7 @@ class Panel:
         self.fig.subplots_adjust(left=0.02, right=0.98, top=1 - 26 / PANEL_PX, bottom=0.04)
         ax = self.ax = self.fig.add_subplot()
         ax.set_axis_off()
-        ax.set_title(TITLES[kind], fontsize=sizes.label, loc="left")
+        ax.set_title(TITLES[kind], fontsize=sizes.label, loc="left", pad=2)
         # self-attention's n^2 edges: a LineCollection (Agg draws them faster one by one)
         if kind == "self_attention":
             self.edges = LineCollection([], colors="0.75", linewidths=0.6, animated=True)
@@ -104,11 +125,13 @@ class PathLengthExplorer(BaseWidget):
 
     * ``n_slider`` (SelectionSlider over :data:`N_VALUES`), ``k_slider`` (over
       :data:`K_VALUES`): the controls;
-    * ``graphs``: kind -> :class:`attnlab.paths.Graph` now shown; ``paths``: kind -> the
-      highlighted path, a list of (layer, position) nodes; ``lengths``: kind -> number of
-      edges on it (= ``attnlab.paths.longest_path``); ``orders``: kind -> Table 1's whole
-      number;
-    * ``table`` (HTML now shown), ``images``: kind -> the Image now shown, ``message``.
+    * ``grids``: kind -> the FrameGrid of its panel; ``tables``: the FrameGrid of the table;
+      each frame's ``data`` holds what it shows;
+    * from the frame the sliders select: ``graphs``: kind -> :class:`attnlab.path_lengths.Graph`;
+      ``paths``: kind -> the highlighted path, a list of (layer, position) nodes;
+      ``lengths``: kind -> edges on it (counted); ``exact``: kind -> (formula, value), the
+      value always the counted length; ``orders``: kind -> Table 1's order ("O(n/k)");
+    * ``table`` (the HTML now shown), ``images``: kind -> the Image now shown, ``message``.
     """
 
     def __init__(self, n: int = 8, k: int = 2):
@@ -117,7 +140,6 @@ class PathLengthExplorer(BaseWidget):
         k = min(K_VALUES, key=lambda v: abs(v - k))
         self.n_slider = widgets.SelectionSlider(options=N_VALUES, value=n, description="length n")
         self.k_slider = widgets.SelectionSlider(options=K_VALUES, value=k, description="kernel k")
-        self._state = {(a, b): self._count(a, b) for a in N_VALUES for b in K_VALUES}
         by_n, by_k = (self.n_slider, "index"), (self.k_slider, "index")
         nn, nk = len(N_VALUES), len(K_VALUES)
         self.grids = {
@@ -131,19 +153,11 @@ class PathLengthExplorer(BaseWidget):
         self.children = [
             widgets.HBox([self.n_slider, self.k_slider]),
             self.message_box,
-            widgets.HBox([widgets.VBox([g.root for g in self.grids.values()]), self.tables.root]),
-        ]
-        self.n_slider.observe(self._on_change, names="value")
-        self.k_slider.observe(self._on_change, names="value")
+            widgets.HBox([widgets.VBox([g.root for g in self.grids.values()]), self.tables.root],
+                         layout={"align_items": "flex-start"}),
+        ]  # fmt: skip
         for grid in (*self.grids.values(), self.tables):
-            grid.select(self._index(grid))
-        self.update()
-
-    @staticmethod
-    def _count(n: int, k: int) -> dict:
-        graphs = {kind: paths.dependency_graph(kind, n, k) for kind in paths.KINDS}
-        found = {kind: paths.shortest_path(g) for kind, g in graphs.items()}
-        return {"graphs": graphs, "paths": found}
+            grid.select()
 
     def _render(self) -> None:
         for kind, grid in self.grids.items():
@@ -151,50 +165,78 @@ class PathLengthExplorer(BaseWidget):
             for index in grid.indices():
                 n = N_VALUES[index[-1]]
                 k = K_VALUES[index[0]] if len(index) == 2 else K_VALUES[0]
-                state = self._state[(n, k)]
-                grid.set(index, panel.png(state["graphs"][kind], state["paths"][kind]))
+                graph = paths.dependency_graph(kind, n, k)
+                path = paths.shortest_path(graph)  # BFS
+                grid.set(index, panel.png(graph, path), graph=graph, path=path)
         for i, j in self.tables.indices():
-            self.tables.set((i, j), self._table_html(N_VALUES[j], K_VALUES[i]))
+            n, k = N_VALUES[j], K_VALUES[i]
+            lengths = {
+                kind: len(self._panel((i, j), kind).data["path"]) - 1 for kind in paths.KINDS
+            }
+            exact = {kind: (EXACT[kind], exact_count(kind, n, k)) for kind in paths.KINDS}
+            orders = {kind: paths.complexity(kind, n, k)[0] for kind in paths.KINDS}
+            html_table = self._table_html(n, k, lengths, exact, orders)
+            self.tables.set((i, j), html_table, n=n, k=k, lengths=lengths, exact=exact,
+                            orders=orders)  # fmt: skip
 
-    def _table_html(self, n: int, k: int) -> str:
-        state = self._state[(n, k)]
+    def _panel(self, table_index: tuple[int, int], kind: str):
+        """The panel frame of ``kind`` for the table frame (k index, n index)."""
+        i, j = table_index
+        grid = self.grids[kind]
+        return grid.frame((i, j) if len(grid.sizes) == 2 else (j,))
+
+    @staticmethod
+    def _table_html(n: int, k: int, lengths: dict, exact: dict, orders: dict) -> str:
         rows = []
         for kind in paths.KINDS:
-            order, value, how = paths.complexity(kind, n, k)
-            g, counted = state["graphs"][kind], len(state["paths"][kind]) - 1
+            formula, value = exact[kind]
             rows.append(
-                f"<tr><td>{html.escape(TITLES[kind])}</td><td>{g.layers}</td>"
-                f"<td><b>{counted}</b></td><td>{order}: {how if how == str(value) else f'{how} = {value}'}</td></tr>"
+                f"<tr><td>{html.escape(TITLES[kind])}</td><td><b>{lengths[kind]}</b></td>"
+                f"<td>{html.escape(formula)} = {value}</td><td>{html.escape(orders[kind])}</td></tr>"
             )
-        head = "<tr><th>layer type</th><th>layers</th><th>path 1&rarr;n</th><th>Table 1</th></tr>"
+        head = (
+            "<tr><th>layer type</th><th>path 1&rarr;n, counted</th><th>exact count</th>"
+            "<th>order (Table 1)</th></tr>"
+        )
         return readable(
-            f"<p>n = {n}, k = {k}: edges on the shortest path from input 1 to output n</p>"
+            f"<p>n = {n}, k = {k}: edges on the shortest path from input 1 to output n. "
+            "The order says how that count grows with n, constants dropped.</p>"
             f'<table class="attnlab-table">{head}{"".join(rows)}</table>'
         )
 
-    def _index(self, grid: FrameGrid) -> tuple[int, ...]:
-        i, j = self.k_slider.index, self.n_slider.index
-        return (i, j) if len(grid.sizes) == 2 else (j,)
+    # ------------------------------------------------------------------ readouts
+    @property
+    def frame(self):
+        """The table's frame the sliders select: n, k, lengths, exact, orders."""
+        return self.tables.frame()
 
-    # ------------------------------------------------------------------ state
-    def update(self) -> None:
-        """The counts for the sliders' n and k (every picture is drawn already)."""
-        n, k = int(self.n_slider.value), int(self.k_slider.value)
-        state = self._state[(n, k)]
-        self.graphs, self.paths = state["graphs"], state["paths"]
-        self.lengths = {kind: len(p) - 1 for kind, p in self.paths.items()}
-        self.orders = {kind: paths.complexity(kind, n, k)[1] for kind in paths.KINDS}
+    @property
+    def lengths(self) -> dict[str, int]:
+        return dict(self.frame.data["lengths"])
+
+    @property
+    def exact(self) -> dict[str, tuple[str, int]]:
+        return dict(self.frame.data["exact"])
+
+    @property
+    def orders(self) -> dict[str, str]:
+        return dict(self.frame.data["orders"])
+
+    @property
+    def graphs(self) -> dict[str, paths.Graph]:
+        return {kind: g.frame().data["graph"] for kind, g in self.grids.items()}
+
+    @property
+    def paths(self) -> dict[str, list]:
+        return {kind: g.frame().data["path"] for kind, g in self.grids.items()}
 
     @property
     def table(self) -> widgets.HTML:
-        return self.tables.image(self._index(self.tables))
+        return self.tables.image()
 
     @property
     def images(self) -> dict[str, widgets.Image]:
-        return {kind: g.image(self._index(g)) for kind, g in self.grids.items()}
-
-    def _on_change(self, change=None) -> None:
-        self.guard(self.update)
+        return {kind: g.image() for kind, g in self.grids.items()}
 
     def describe(self) -> str:
         return f"PathLengthExplorer: n={self.n_slider.value}, k={self.k_slider.value}"

@@ -5,14 +5,19 @@ scores spread out, the softmax saturates (one weight near 1, the rest near 0) an
 gradients vanish.  Dividing by sqrt(d_k) brings the variance back to 1.  Three panels: QK^T,
 QK^T/sqrt(d_k) and the softmax of whichever is used, with a d_k slider (1 to 512), the
 scaling and the causal mask as toggles, and the numbers (spread of the scores, largest weight
-per row, saturated rows) written into the picture, so they always match it.  "The slide's
-point" sets d_k = 512 without scaling: rows saturate.  A second mode takes the real Q and K of
-a head of the trained Transformer's encoder for a typed date.
+per row, saturated rows) written into the picture.  It opens on the slide's point: d_k = 512
+without scaling, where the rows saturate; one click on "divide by √d_k" brings them back.
+
+Random mode draws n query and key vectors q_1..q_n, k_1..k_n with N(0, 1) entries: they are
+labelled by their position only (no words: nothing to read into noise).  The trained mode takes
+the real Q and K of a head of the trained Transformer's encoder for a typed date, labelled by
+its tokens.
 
 The scores and weights are :func:`attnlab.attention.dot_score`, ``scaled_dot_score`` and
-``masked_softmax`` (torch).  Every combination of slider and toggles is rendered when the
-widget is built (a Stack of images, linked in the browser), so the controls work in an
-exported page without a kernel; in a kernel an update only recomputes the numbers.
+``masked_softmax`` (torch).  Every combination of mode, toggles and slider is rendered when
+the widget is built into one :class:`attnlab.widgets._frames.FrameGrid` (linked in the
+browser), so the controls work in an exported page without a kernel; every readout (scores,
+weights, the line of numbers) is the data of the frame the controls select.
 """
 
 from __future__ import annotations
@@ -24,31 +29,28 @@ import numpy as np
 import torch
 
 from attnlab.attention import causal_mask, dot_score, masked_softmax, scaled_dot_score
-from attnlab.plots import (
-    Heatmap,
-    cache_background,
-    literal,
-    png_bytes,
-    restore_background,
-    slide_figure,
-)
+from attnlab.canvas import cache_background, png_bytes, restore_background, slide_figure
+from attnlab.heatmaps import Heatmap
+from attnlab.typography import literal
 
 from ._base import BaseWidget, load_model, one_thread
 from ._frames import FrameGrid
 
-__all__ = ["ScaledDotExplorer", "DEFAULT_SENTENCE", "D_K", "row_entropy"]
+__all__ = ["ScaledDotExplorer", "D_K", "DEFAULT_D_K", "row_entropy", "random_labels"]
 
-DEFAULT_SENTENCE = "the animal did not cross the street because it was too tired"
 RANDOM, TRAINED = "random Q, K", "trained Transformer"
 SCALED, UNSCALED = "divide by √d_k", "no scaling"
 NO_MASK, CAUSAL = "every position", "causal mask"
 #: The d_k the slider offers (each rendered once, for the exported page).
 D_K = (1, 4, 16, 64, 256, 512)
+#: The d_k it opens at: large, where the unscaled softmax saturates (the slide's point).
+DEFAULT_D_K = 512
+N_RANDOM = 8  # random queries and keys
 #: Scores are drawn on a fixed colour range [-SCORE_RANGE, SCORE_RANGE]: large unscaled
 #: scores saturate the colours just as they saturate the softmax.
 SCORE_RANGE = 6.0
 WIDTH_PX, HEIGHT_PX = 1000, 420
-RANDOM_NOTE = "random mode: q_t and k_i are random N(0, 1) vectors; the words only label them"
+RANDOM_NOTE = "random mode: q_t, k_i have independent N(0, 1) entries; t, i are positions only"
 
 
 def row_entropy(weights: np.ndarray) -> np.ndarray:
@@ -80,65 +82,83 @@ def summary(values: dict[str, np.ndarray], d_k: int) -> str:
     top = w.max(axis=1)
     std = float(np.nanstd(values["scores"]))
     return (
-        f"d_k = {d_k}:  std of QKᵀ {std:.1f}, of QKᵀ/√d_k {std / math.sqrt(d_k):.1f};  "
-        f"largest α per row: mean {top.mean():.2f};  rows with α > 0.99: "
-        f"{int((top > 0.99).sum())} of {len(w)}"
+        f"d_k = {d_k}:  std(QKᵀ) {std:.1f},  std(QKᵀ/√d_k) {std / math.sqrt(d_k):.1f};  "
+        f"mean largest α {top.mean():.2f};  α > 0.99 in {int((top > 0.99).sum())} of {len(w)} rows"
     )
+
+
+def random_labels(n: int) -> tuple[list[str], list[str]]:
+    """Keys k1..kn and queries q1..qn: random vectors are named by their position only."""
+    return [f"k{i + 1}" for i in range(n)], [f"q{t + 1}" for t in range(n)]
+
+
+def _readout(name: str) -> property:
+    """A read-only attribute: ``name`` in the data of the frame the controls select."""
+    return property(lambda self: self.grid.frame().data[name], doc=f"{name} of the frame shown")
 
 
 class ScaledDotExplorer(BaseWidget):
     r"""softmax(QK^T / sqrt(d_k)) live, for seeded random Q and K or a trained head.
 
-    ``ScaledDotExplorer(sentence=DEFAULT_SENTENCE, seed=0, model="transformer-dates")``.
-    Random mode: one query and one key per word, entries drawn N(0, 1) from ``seed`` (the
-    first d_k of 512 columns, so moving the slider keeps the vectors); the words only label
-    the rows and columns.
+    ``ScaledDotExplorer(n=8, seed=0, model="transformer-dates")``.  Random mode: n queries and
+    n keys, entries drawn N(0, 1) from ``seed`` (the first d_k of 512 columns, so moving the
+    slider keeps the vectors), labelled q1..qn and k1..kn.
 
     Attributes for code and tests:
 
-    * ``d_k_slider`` (SelectionSlider over :data:`D_K`), ``scale_toggle`` and
-      ``mask_toggle`` (ToggleButtons), ``preset`` (Button: d_k = 512, no scaling), ``mode``
-      (ToggleButtons RANDOM / TRAINED), ``text`` (the date of the trained mode, on Enter),
-      ``head`` (Dropdown of (layer, head) for the trained mode);
-    * ``scaled``, ``causal`` (bool), ``tokens``; ``Q``, ``K``: the (n, d_k) arrays in use;
-    * ``scores`` = QK^T, ``scaled_scores`` = QK^T/sqrt(d_k) (masked cells NaN), ``weights``
-      = the softmax shown (also ``heatmap_data``), ``row_max`` and ``row_entropy`` (m,);
-    * ``readout`` (str: the line of numbers drawn into the picture for the current
-      controls), ``frames`` (the FrameGrid),
-      ``image`` (the Image now shown), ``message`` ('' when all is well).
+    * ``d_k_slider`` (SelectionSlider over :data:`D_K`, at :data:`DEFAULT_D_K`),
+      ``scale_toggle`` and ``mask_toggle`` (ToggleButtons), ``preset`` (Button: d_k = 512, no
+      scaling), ``mode`` (ToggleButtons RANDOM / TRAINED), ``text`` (the date of the trained
+      mode, on Enter), ``head`` (Dropdown of (layer, head) for the trained mode);
+    * ``grid`` (the FrameGrid: mode > scaling > mask > d_k; the trained frames share one
+      picture over d_k), ``frames`` (its root Stack), ``links``;
+    * read from the frame the controls select (``grid.frame().data``): ``tokens`` (keys),
+      ``queries``, ``Q``, ``K`` (n, d_k), ``scores`` = QK^T, ``scaled_scores`` =
+      QK^T/sqrt(d_k) (masked cells NaN), ``weights`` = the softmax shown (``heatmap_data``),
+      ``row_max`` and ``row_entropy`` (m,), ``readout`` (the line of numbers in the picture);
+    * ``scaled``, ``causal`` (bool), ``image`` (the Image now shown), ``message``.
     """
 
     def __init__(
         self,
-        sentence: str = DEFAULT_SENTENCE,
+        n: int = N_RANDOM,
         seed: int = 0,
         model: str | object = "transformer-dates",
         max_d_k: int = 512,
     ):
         super().__init__()
+        if not (isinstance(n, int) and 1 <= n <= 16):
+            raise ValueError(f"n must be an int in 1..16 (random vectors); got {n!r}")
         self._model_ref, self._model = model, None
-        self._random_tokens = sentence.split() or ["(empty)"]
         gen = np.random.default_rng(seed)
-        n = len(self._random_tokens)
         self._Q_all = gen.standard_normal((n, max_d_k))  # q_t, entries ~ N(0, 1): (n, 512)
         self._K_all = gen.standard_normal((n, max_d_k))  # k_i: (n, 512)
-        self._trained: tuple | None = None  # (Q, K, tokens) of the trained head in use
-        self._trained_key: tuple | None = None  # (date, head) they were computed for
-        self.mode = widgets.ToggleButtons(  # wide enough for the export's larger type
-            options=[RANDOM, TRAINED], value=RANDOM, style={"button_width": "200px"}
+        self._trained_key: tuple | None = None  # (date, head) the trained frames show
+        self.mode = widgets.ToggleButtons(  # wide enough for the slide's type
+            options=[RANDOM, TRAINED], value=RANDOM, style={"button_width": "210px"}
         )
         d_ks = [d for d in D_K if d <= max_d_k]
-        self.d_k_slider = widgets.SelectionSlider(options=d_ks, value=4, description="d_k")
-        self.scale_toggle = widgets.ToggleButtons(options=[SCALED, UNSCALED], value=SCALED)
-        self.mask_toggle = widgets.ToggleButtons(options=[NO_MASK, CAUSAL], value=NO_MASK)
+        start = DEFAULT_D_K if DEFAULT_D_K in d_ks else d_ks[-1]
+        self.d_k_slider = widgets.SelectionSlider(options=d_ks, value=start, description="d_k")
+        self.scale_toggle = widgets.ToggleButtons(
+            options=[SCALED, UNSCALED], value=UNSCALED, style={"button_width": "170px"}
+        )
+        self.mask_toggle = widgets.ToggleButtons(
+            options=[NO_MASK, CAUSAL], value=NO_MASK, style={"button_width": "170px"}
+        )
         self.preset = widgets.Button(description="the slide's point: d_k = 512, unscaled",
-                                     layout={"width": "390px"})  # fmt: skip
+                                     layout={"width": "400px"})  # fmt: skip
         self.text = widgets.Text(value="3 May 1979", description="date", continuous_update=False)
         self.head = widgets.Dropdown(options=[("layer 1, head 1", (0, 0))], description="head")
         self.trained_box = widgets.HBox([self.text, self.head], layout={"display": "none"})
-        self.readout = ""
         self._build_figure()
-        self._build_frames(len(d_ks))
+        self.grid = FrameGrid(
+            [(self.mode, "index"), (self.scale_toggle, "index"), (self.mask_toggle, "index"),
+             (self.d_k_slider, "index")],
+            (2, 2, 2, len(d_ks)), WIDTH_PX,
+            share=lambda i: i if i[0] == 0 else (*i[:3], 0),  # a trained head has its own d_k
+        )  # fmt: skip
+        self.frames, self.links = self.grid.root, self.grid.links
         self.children = [
             widgets.HBox([self.mode, self.preset]),
             widgets.HBox([self.d_k_slider, self.scale_toggle, self.mask_toggle]),
@@ -146,23 +166,21 @@ class ScaledDotExplorer(BaseWidget):
             self.message_box,
             self.frames,  # its numbers are drawn into the picture: no lagging readout
         ]
-        for control in (self.d_k_slider, self.scale_toggle, self.mask_toggle):
-            control.observe(self._on_change, names="value")
         self.text.observe(self._on_trained_input, names="value")
         self.head.observe(self._on_trained_input, names="value")
         self.mode.observe(self._on_mode, names="value")
         self.preset.on_click(lambda _: self.show_point())
+        self._render_random()
         self.guard(self._load_trained)  # its frames too, for the exported page
         self.show_message("")  # a model that cannot load is said when the mode is chosen
-        self._render_random()
-        self.update()
+        self.grid.select()
 
     # ------------------------------------------------------------------ figure and frames
     def _build_figure(self) -> None:
         self.fig, sizes = slide_figure(WIDTH_PX, HEIGHT_PX, layout=None)
         W, H = WIDTH_PX, HEIGHT_PX
-        self.fig.subplots_adjust(left=104 / W, right=1 - 40 / W, top=1 - 34 / H, bottom=152 / H,
-                                 wspace=0.25)  # fmt: skip
+        self.fig.subplots_adjust(left=70 / W, right=1 - 48 / W, top=1 - 34 / H, bottom=126 / H,
+                                 wspace=0.22)  # fmt: skip
         axes = self.fig.subplots(1, 3)
         labels = {"xlabel": "keys k_i", "sizes": sizes}
         # both score panels: a diverging map centred on 0 (one colorbar), masked scores grey
@@ -174,68 +192,60 @@ class ScaledDotExplorer(BaseWidget):
             Heatmap(axes[2], "", ylabel="", **labels),
         ]  # fmt: skip
         for ax in axes[1:]:
-            ax.tick_params(labelleft=False)  # the rows are the same queries in every panel
+            ax.sharey(axes[0])  # the rows are the same queries in every panel: labelled once
+            ax.tick_params(labelleft=False)
         self.softmax_title = axes[2].text(
             0.5, 1.0, "", transform=axes[2].transAxes, ha="center", va="bottom",
             fontsize=sizes.title, animated=True,
         )  # fmt: skip
-        self.caption = self.fig.text(8 / W, 30 / H, "", fontsize=sizes.caption, animated=True)
-        self.note = self.fig.text(8 / W, 8 / H, "", fontsize=sizes.caption, color="0.3")
+        self.caption = self.fig.text(8 / W, 34 / H, "", fontsize=sizes.caption, animated=True)
+        self.note_text = self.fig.text(8 / W, 8 / H, "", fontsize=sizes.caption, color="0.3")
         self._layout: tuple = ()
 
-    def _build_frames(self, n_d_k: int) -> None:
-        """Frames: mode > scaling > mask > d_k (random); trained mode: scaling > mask."""
-        self._random = FrameGrid(
-            [(self.scale_toggle, "index"), (self.mask_toggle, "index"), (self.d_k_slider, "index")],
-            (2, 2, n_d_k), WIDTH_PX,
-        )  # fmt: skip
-        self._trained_frames = FrameGrid(
-            [(self.scale_toggle, "index"), (self.mask_toggle, "index")], (2, 2), WIDTH_PX
-        )
-        self.frames = widgets.Stack(
-            [self._random.root, self._trained_frames.root], selected_index=0
-        )
-        self.links = [
-            widgets.jslink((self.mode, "index"), (self.frames, "selected_index")),
-            *self._random.links,
-            *self._trained_frames.links,
-        ]
-
-    def _set_layout(self, tokens: list[str], trained: bool) -> None:
+    def _set_layout(self, keys: list[str], queries: list[str], trained: bool) -> None:
         """Redraw the static parts (tick labels, note) only when they change, and cache them."""
-        if (tuple(tokens), trained) == self._layout:
+        if (tuple(keys), tuple(queries), trained) == self._layout:
             return
         for panel in self.panels:
-            panel.set_labels(tokens, tokens)
-        self.note.set_text("trained encoder head" if trained else RANDOM_NOTE)
+            panel.set_labels(keys, queries)
+        self.note_text.set_text("trained encoder head: its tokens" if trained else RANDOM_NOTE)
         self._background = cache_background(self.fig)
-        self._layout = (tuple(tokens), trained)
+        self._layout = (tuple(keys), tuple(queries), trained)
 
-    def _picture(self, Q, K, tokens, scaled: bool, causal: bool, trained: bool) -> bytes:
+    def _frame(self, index, Q, K, keys, queries, scaled: bool, causal: bool, trained: bool):
+        """Render one frame and store it with the numbers it shows."""
         values = panels(Q, K, scaled, causal)
-        self._set_layout(tokens, trained)
+        self._set_layout(keys, queries, trained)
         restore_background(self.fig, self._background)
         for panel, key in zip(self.panels, ("scores", "scaled_scores", "weights"), strict=True):
             panel.set_data(values[key])
             panel.blit()
         used = "QKᵀ/√d_k" if scaled else "QKᵀ"
         self.softmax_title.set_text(f"softmax({used})" + (", causal" if causal else ""))
-        self.caption.set_text(literal(summary(values, Q.shape[1])))
+        line = summary(values, Q.shape[1])
+        self.caption.set_text(literal(line))
         for text in (self.softmax_title, self.caption):
             self.fig.draw_artist(text)
-        return png_bytes(self.fig, palette=True)
+        weights = values["weights"]
+        self.grid.set(
+            index, png_bytes(self.fig, palette=True), **values, readout=line, Q=Q, K=K,
+            tokens=list(keys), queries=list(queries), row_max=weights.max(axis=1),
+            row_entropy=row_entropy(weights), scaled=scaled, causal=causal, trained=trained,
+        )  # fmt: skip
 
     def _render_random(self) -> None:
-        tokens = self._random_tokens
-        for i, j, k in self._random.indices():
-            d_k = self.d_k_slider.options[k]
-            Q, K = self._Q_all[:, :d_k], self._K_all[:, :d_k]
-            self._random.set((i, j, k), self._picture(Q, K, tokens, i == 0, j == 1, False))
+        keys, queries = random_labels(self._Q_all.shape[0])
+        for index in self.grid.indices():
+            mode, i, j, k = index
+            if mode == 0:
+                d_k = self.d_k_slider.options[k]
+                Q, K = self._Q_all[:, :d_k], self._K_all[:, :d_k]
+                self._frame(index, Q, K, keys, queries, i == 0, j == 1, False)
 
-    def _render_trained(self) -> None:
-        Q, K, tokens = self._trained
-        for i, j in self._trained_frames.indices():
-            self._trained_frames.set((i, j), self._picture(Q, K, tokens, i == 0, j == 1, True))
+    def _render_trained(self, Q, K, tokens) -> None:
+        for index in self.grid.indices():
+            if index[0] == 1:
+                self._frame(index, Q, K, tokens, tokens, index[1] == 0, index[2] == 1, True)
 
     # ------------------------------------------------------------------ state
     @property
@@ -260,7 +270,7 @@ class ScaledDotExplorer(BaseWidget):
         return self._model
 
     def _load_trained(self) -> None:
-        """Q, K of the chosen encoder head on the typed date; its four frames (once each)."""
+        """Q, K of the chosen encoder head on the typed date; its frames (once each)."""
         model = self.model
         key = (self.text.value, self.head.value)
         if key == self._trained_key:  # drawn already (at start-up, for the exported page)
@@ -269,36 +279,35 @@ class ScaledDotExplorer(BaseWidget):
         layer, head = self.head.value
         with one_thread():
             Q, K = model.encoder_qk(self.text.value, layer, head)
-        self._trained, self._trained_key = (Q, K, tokens), key
-        self._render_trained()
+        self._render_trained(Q, K, tokens)
+        self._trained_key = key
 
-    def update(self) -> None:
-        """Recompute the numbers for the current controls (the frames are rendered already)."""
-        if self.mode.value == TRAINED:
-            Q, K, tokens = self._trained
-        else:
-            d_k = int(self.d_k_slider.value)
-            Q, K, tokens = self._Q_all[:, :d_k], self._K_all[:, :d_k], self._random_tokens
-        self.tokens, self.Q, self.K = list(tokens), Q, K  # (n, d_k) each
-        values = panels(Q, K, self.scaled, self.causal)
-        self.scores, self.scaled_scores = values["scores"], values["scaled_scores"]
-        self.weights = values["weights"]
-        self.row_max = self.weights.max(axis=1)
-        self.row_entropy = row_entropy(self.weights)
-        self.readout = summary(values, Q.shape[1])
+    @property
+    def frame(self):
+        """The Frame the controls select: its picture and the numbers drawn into it."""
+        return self.grid.frame()
+
+    # the readouts: the selected frame's data, never a copy kept beside it
+    tokens = _readout("tokens")
+    queries = _readout("queries")
+    Q = _readout("Q")
+    K = _readout("K")
+    scores = _readout("scores")
+    scaled_scores = _readout("scaled_scores")
+    weights = _readout("weights")
+    row_max = _readout("row_max")
+    row_entropy = _readout("row_entropy")
+    readout = _readout("readout")
 
     @property
     def heatmap_data(self) -> np.ndarray:
         """The softmax weights now shown (the third panel)."""
-        return self.weights
+        return self.frame.data["weights"]
 
     @property
     def image(self) -> widgets.Image:
         """The Image the browser shows for the current controls."""
-        i, j = self.scale_toggle.index, self.mask_toggle.index
-        if self.mode.value == TRAINED:
-            return self._trained_frames.image((i, j))
-        return self._random.image((i, j, self.d_k_slider.index))
+        return self.grid.image()
 
     def show_point(self) -> None:
         """The slide's point: random Q, K at d_k = 512, unscaled: the rows saturate."""
@@ -307,20 +316,15 @@ class ScaledDotExplorer(BaseWidget):
         self.scale_toggle.value = UNSCALED
 
     # ------------------------------------------------------------------ events
-    def _on_change(self, change=None) -> None:
-        self.guard(self.update)
-
     def _on_trained_input(self, change=None) -> None:
         if self.mode.value == TRAINED:
-            self.guard(lambda: (self._load_trained(), self.update()))
+            self.guard(self._load_trained)
 
     def _on_mode(self, change=None) -> None:
         trained = self.mode.value == TRAINED
         self.trained_box.layout.display = None if trained else "none"
         self.d_k_slider.disabled = trained  # a trained head has its own d_k
-        if not trained:
-            self.guard(self.update)
-        elif not self.guard(lambda: (self._load_trained(), self.update())):
+        if trained and not self.guard(self._load_trained):
             message = self.message  # e.g. the model could not be loaded
             self.mode.value = RANDOM  # keep showing something meaningful
             self.show_message(message)

@@ -7,10 +7,13 @@ alpha_{t,i} = softmax_i score(s_{t-1}, h_i) for
 * general:     score = s^T W_a h_i          (Luong)
 * additive:    score = v^T tanh(W s + U h_i)  (Bahdanau)
 
-Each panel is one trained model's alpha (output characters down, source characters across)
-on the same date, titled with its held-out exact match (from its checkpoint card).  Choose
-an example date (each is rendered when the widget is built, so the choice works in an
-exported page without a kernel) or type your own (decoded by the kernel).
+Each panel is one trained model's alpha (output characters y_t down, source characters h_i
+across, both 1-based) on the same date, titled with its score's formula and its held-out
+exact match (from its checkpoint card); every character is labelled (the picture grows, or goes two by two, when a
+long date needs the room).  Choose an example date (each is rendered when the widget is
+built, so the choice works in an exported page without a kernel) or type your own (decoded by
+the kernel and added).  One frame per date in a :class:`attnlab.widgets._frames.FrameGrid`:
+the readouts (``decodings``, ``alphas``, ``translations``) are the frame's.
 """
 
 from __future__ import annotations
@@ -18,10 +21,13 @@ from __future__ import annotations
 import ipywidgets as widgets
 import numpy as np
 
+from attnlab.canvas import png_bytes, slide_figure
 from attnlab.decode import decode
-from attnlab.plots import Heatmap, literal, png_bytes, slide_figure
+from attnlab.heatmaps import Heatmap, heatmap_room
+from attnlab.typography import TYPE, literal
 
 from ._base import BaseWidget, load_model, one_thread, short
+from ._frames import FrameGrid
 
 __all__ = ["ScoreLab", "SCORE_MODELS", "FORMULAS", "EXAMPLE_DATES"]
 
@@ -33,13 +39,13 @@ SCORE_MODELS = {
     "additive": "rnnsearch-dates-additive",
 }
 FORMULAS = {
-    "dot": "sᵀh_i",
-    "scaled dot": "sᵀh_i / √d",
-    "general": "sᵀW_a h_i",
-    "additive": "vᵀtanh(Ws + Uh_i)",
+    "dot": "sᵀhᵢ",
+    "scaled dot": "sᵀhᵢ / √d",
+    "general": "sᵀW_a hᵢ",
+    "additive": "vᵀtanh(Ws + Uhᵢ)",
 }
-EXAMPLE_DATES = ("3 May 1979", "14 July 1989", "1 January 2000", "12/05/2001", "21.08.1999")
-WIDTH_PX, HEIGHT_PX = 1200, 350
+EXAMPLE_DATES = ("3 May 1979", "14 July 1989", "1 Jan 2000", "12/05/2001", "21.08.1999")
+WIDTH_PX, HEIGHT_PX = 1200, 350  # the widest picture; the height grows with a long date
 
 
 def exact_match(model) -> float | None:
@@ -59,28 +65,26 @@ class ScoreLab(BaseWidget):
 
     * ``date`` (Dropdown of the example dates, then the typed ones), ``text`` (Text: type a
       date, decoded on Enter and added to ``date``);
-    * ``models`` (name -> model), ``decodings``: name -> the Decoding of the date shown;
-      ``alphas``: name -> (T, n), ``translations``: name -> the output;
-    * ``frames`` (Stack, one
-      Image per date, linked to ``date`` in the browser), ``image``, ``message``.
+    * ``models`` (name -> model), ``grid`` (FrameGrid, one frame per date, linked to
+      ``date`` in the browser), ``frames`` (its Stack), ``frame`` (the date's Frame);
+    * from the frame: ``decodings`` (name -> the Decoding of the date shown), ``titles``
+      (the panel titles drawn), ``alphas``
+      (name -> (T, n)), ``translations`` (name -> the output); ``image``, ``message``.
     """
 
     def __init__(self, models: dict | None = None, dates=EXAMPLE_DATES):
         super().__init__()
         refs = dict(SCORE_MODELS if models is None else models)
         self.models = {name: load_model(m) if isinstance(m, str) else m for name, m in refs.items()}
-        self.fig, self.sizes = slide_figure(WIDTH_PX, HEIGHT_PX, layout=None)
-        self._draw_axes()
-        self._decoded: dict[str, dict] = {}
-        self.date = widgets.Dropdown(options=list(dates), description="date")
+        self.date = widgets.Dropdown(options=[], description="date")
         self.text = widgets.Text(description="your date", continuous_update=False,
-                                 placeholder="e.g. 24 Dec 1999, then Enter")  # fmt: skip
-        self.frames = widgets.Stack([], selected_index=None)
-        self._frame_layout = widgets.Layout(width=f"{WIDTH_PX}px")  # one for every frame
-        self.links = [widgets.jslink((self.date, "index"), (self.frames, "selected_index"))]
+                                 placeholder="e.g. 24 Dec 1999, then Enter",
+                                 style={"description_width": "90px"})  # fmt: skip
+        self.grid = FrameGrid([(self.date, "index")], (1,), WIDTH_PX)
+        self.frames, self.links = self.grid.root, self.grid.links
         for text in dates:
             self.guard(lambda text=text: self._add(text))
-        self.frames.selected_index = 0 if self.frames.children else None
+        self.grid.select((0,))
         self.children = [
             widgets.HBox([self.date, self.text]),
             self.message_box,
@@ -90,55 +94,82 @@ class ScoreLab(BaseWidget):
         self.text.observe(lambda _: self.guard(self._typed), names="value")
         self._show()
 
-    def _draw_axes(self) -> None:
-        W, H = WIDTH_PX, HEIGHT_PX
-        self.fig.subplots_adjust(left=50 / W, right=1 - 70 / W, top=1 - 58 / H, bottom=92 / H,
-                                 wspace=0.12)  # fmt: skip
-        axes = self.fig.subplots(1, len(self.models), squeeze=False)[0]
-        self.panels = {}
-        for k, (ax, name) in enumerate(zip(axes, self.models, strict=True)):
-            heat = Heatmap(ax, colorbar=k == len(axes) - 1, xlabel="source", sizes=self.sizes,
-                           ylabel="output" if k == 0 else "")  # fmt: skip
+    def _figure(self, decodings: dict):
+        """A figure with one panel per model, each large enough for all its labels."""
+        tick = TYPE.tick
+        n_src = max(len(d.source_tokens) for d in decodings.values())
+        n_out = max(max(len(d.output_tokens) for d in decodings.values()), 1)
+        sample = next(iter(decodings.values()))
+        need_w, need_h = heatmap_room(sample.source_tokens, ["y"] * n_out, tick)
+        need_w = max(need_w, n_src * 1.1 * tick)
+        k = len(decodings)
+        left, right, gap = 50, 80, 28
+        one_row = left + right + k * need_w + (k - 1) * gap <= WIDTH_PX
+        rows, cols = (1, k) if one_row else (2, -(-k // 2))
+        title_px, labels_px = 2 * 1.5 * TYPE.label + 8, 1.4 * TYPE.label + 3.2 * tick + 10
+        panel_h = max(need_h, 120)
+        height = rows * (title_px + panel_h + labels_px) + 16
+        fig, sizes = slide_figure(WIDTH_PX, max(height, HEIGHT_PX if one_row else 0), layout=None)
+        H = fig.get_figheight() * fig.dpi
+        fig.subplots_adjust(left=left / WIDTH_PX, right=1 - right / WIDTH_PX,
+                            top=1 - title_px / H, bottom=labels_px / H,
+                            wspace=0.12, hspace=(title_px + labels_px) / panel_h)  # fmt: skip
+        axes = fig.subplots(rows, cols, squeeze=False).ravel()
+        for ax in axes[k:]:
+            ax.set_axis_off()
+        return fig, sizes, axes[:k], cols
+
+    def _picture(self, decodings: dict) -> tuple[bytes, list[str]]:
+        """The PNG of one date, and its panel titles (formula, name, exact match)."""
+        fig, sizes, axes, cols = self._figure(decodings)
+        titles = []
+        for k, (ax, (name, d)) in enumerate(zip(axes, decodings.items(), strict=True)):
+            heat = Heatmap(ax, colorbar=k % cols == cols - 1, xlabel="source", sizes=sizes,
+                           ylabel="output" if k % cols == 0 else "")  # fmt: skip
             heat.image.set_animated(False)  # a still picture per date
-            self.panels[name] = heat
+            heat.set_labels(d.source_tokens, d.output_tokens)
+            heat.set_data(d.alpha[0].mean(axis=0))  # (T, n): RNN models have L = h = 1
             match = exact_match(self.models[name])
-            score = f"held-out exact match {100 * match:.1f}%" if match is not None else "no card"
-            ax.set_title(f"{literal(name)}: {FORMULAS.get(name, '')}\n{score}",
-                         fontsize=self.sizes.label)  # fmt: skip
+            score = f"{100 * match:.1f}% exact" if match is not None else "no card"
+            titles.append(f"{FORMULAS.get(name, '')}\n{literal(name)}: {score}")
+            ax.set_title(titles[-1], fontsize=sizes.label)
+        return png_bytes(fig, draw=True, palette=True), titles
 
     def _decode_all(self, text: str) -> dict:
         with one_thread():
             return {name: decode(model, text) for name, model in self.models.items()}
 
-    def _render(self, decodings: dict) -> bytes:
-        for name, d in decodings.items():  # each model writes its own output down its left side
-            heat = self.panels[name]
-            heat.set_labels(d.source_tokens, d.output_tokens, turn=True)  # narrow panels
-            heat.set_data(d.alpha[0].mean(axis=0))  # (T, n): RNN models have L = h = 1
-        return png_bytes(self.fig, draw=True, palette=True)
-
     def _add(self, text: str) -> None:
         """Decode ``text`` with every model and add its picture as a frame (InvalidInput)."""
         decodings = self._decode_all(text)
-        self._decoded[text] = decodings
-        picture = self._render(decodings)
-        image = widgets.Image(value=picture, format="png", layout=self._frame_layout)
-        self.frames.children = (*self.frames.children, image)
+        picture, titles = self._picture(decodings)
+        n = len(self.date.options)
+        self.grid.resize(n + 1)
+        self.grid.set((n,), picture, text=text, decodings=decodings, titles=titles)
+        with self.hold_trait_notifications():
+            self.date.options = [*self.date.options, text]
 
     def _typed(self) -> None:
         text = " ".join(str(self.text.value).split())
         if not text:
             return
-        if text not in self._decoded:
+        if text not in self.date.options:
             self._add(text)  # bad text: InvalidInput, nothing added
-            self.date.options = [*self.date.options, text]
         self.date.value = text
-        self.frames.selected_index = self.date.index  # the new frame (the link follows on)
+        self.grid.select()  # the new frame (the link follows on)
 
     def _show(self) -> None:
-        if not self._decoded:
+        if not self.date.options:
             raise ValueError("None of the dates could be decoded.")
-        self.decodings = self._decoded.get(self.date.value) or next(iter(self._decoded.values()))
+
+    @property
+    def frame(self):
+        """The Frame of the date the dropdown selects."""
+        return self.grid.frame()
+
+    @property
+    def decodings(self) -> dict:
+        return dict(self.frame.data["decodings"])
 
     @property
     def alphas(self) -> dict[str, np.ndarray]:
@@ -150,7 +181,7 @@ class ScoreLab(BaseWidget):
 
     @property
     def image(self) -> widgets.Image:
-        return self.frames.children[self.date.index]
+        return self.grid.image()
 
     def describe(self) -> str:
         return f"ScoreLab: {', '.join(self.models)} on {short(str(self.date.value), 40)!r}"

@@ -20,12 +20,16 @@ position n, in the smallest stack whose last output sees every input (for the co
 ceil((n-1)/(k-1)) contiguous layers, or ceil(log_k n) dilated layers, WaveNet-style).
 
 Nodes are ``(layer, position)`` pairs with positions 0..n-1 (position 1..n in the text).
+:func:`causal_conv_graph` builds a stack of causal convolutions with any dilations and
+:func:`reach` finds every node an output depends on (the WaveNet picture of
+:mod:`attnlab.figures` uses both): the one implementation of these graphs.
 """
 
 from __future__ import annotations
 
 import math
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 __all__ = [
@@ -34,6 +38,8 @@ __all__ = [
     "MAX_K",
     "Graph",
     "dependency_graph",
+    "causal_conv_graph",
+    "reach",
     "num_layers",
     "shortest_path",
     "longest_path",
@@ -84,6 +90,13 @@ class Graph:
             out[u].append(v)
         return out
 
+    def predecessors(self) -> dict[Node, list[Node]]:
+        """Adjacency lists: node -> the nodes it is computed from."""
+        out: dict[Node, list[Node]] = {v: [] for v in self.nodes}
+        for u, v in self.edges:
+            out[v].append(u)
+        return out
+
 
 def _check(kind: str, n: int, k: int) -> None:
     if kind not in KINDS:
@@ -108,18 +121,26 @@ def num_layers(kind: str, n: int, k: int) -> int:
     return max(1, layers)
 
 
-def _conv_edges(kind: str, n: int, k: int, layers: int) -> list[tuple[Node, Node]]:
-    """Causal convolutions, kernel k: y_j <- x_{j}, x_{j-d}, ..., x_{j-(k-1)d} in each layer."""
-    edges = []
-    for layer in range(1, layers + 1):
-        dilation = k ** (layer - 1) if kind == "dilated_cnn" else 1
-        edges += [
-            ((layer - 1, j - m * dilation), (layer, j))
+def causal_conv_graph(n: int, k: int, dilations: Sequence[int]) -> Graph:
+    """Causal convolutions over n positions, kernel k, dilation ``dilations[l - 1]`` in layer l.
+
+    y_j <- x_j, x_{j-d}, ..., x_{j-(k-1)d} in each layer (left of position 0 is zero
+    padding: no edge).  Any n >= 1, k >= 2 and dilations >= 1 (ValueError otherwise).
+    """
+    if n < 1 or k < 2 or any(d < 1 for d in dilations):
+        raise ValueError(
+            f"need n >= 1, k >= 2 and dilations >= 1; got n={n}, k={k}, dilations={dilations}"
+        )
+    kind = "cnn" if all(d == 1 for d in dilations) else "dilated_cnn"
+    g = Graph(kind=kind, n=n, k=k, layers=len(dilations))
+    for layer, d in enumerate(dilations, start=1):
+        g.edges += [
+            ((layer - 1, j - m * d), (layer, j))
             for j in range(n)
             for m in range(k)
-            if j - m * dilation >= 0  # left of position 0 is zero padding: no edge
+            if j - m * d >= 0
         ]
-    return edges
+    return g
 
 
 def dependency_graph(kind: str, n: int, k: int = 3) -> Graph:
@@ -132,7 +153,8 @@ def dependency_graph(kind: str, n: int, k: int = 3) -> Graph:
     elif kind == "self_attention":
         g.edges += [((0, i), (1, j)) for j in range(n) for i in range(n)]  # y_j = sum alpha v_i
     else:
-        g.edges += _conv_edges(kind, n, k, layers)
+        dilations = [k**i if kind == "dilated_cnn" else 1 for i in range(layers)]  # layer i + 1
+        g.edges = causal_conv_graph(n, k, dilations).edges
     return g
 
 
@@ -158,6 +180,19 @@ def shortest_path(graph: Graph) -> list[Node]:
     while parent[path[-1]] is not None:
         path.append(parent[path[-1]])
     return path[::-1]
+
+
+def reach(graph: Graph, node: Node | None = None) -> set[Node]:
+    """Every node ``node`` (default: the last output, ``graph.target``) depends on, itself too."""
+    pred = graph.predecessors()
+    start = graph.target if node is None else node
+    seen, stack = {start}, [start]
+    while stack:
+        for u in pred[stack.pop()]:
+            if u not in seen:
+                seen.add(u)
+                stack.append(u)
+    return seen
 
 
 def longest_path(kind: str, n: int, k: int = 3) -> int:

@@ -1,4 +1,4 @@
-"""attnlab.paths: the dependency graphs and their path lengths (Vaswani et al., Table 1).
+"""attnlab.path_lengths: the dependency graphs and their path lengths (Vaswani et al., Table 1).
 
 The reference here is written independently of the module: a breadth-first search over a
 successor function that describes each layer type directly, with the stack depth found by
@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from attnlab import paths
+from attnlab import path_lengths
 
 
 def successors(kind: str, n: int, k: int, layers: int, node):
@@ -54,55 +54,60 @@ def reference_length(kind: str, n: int, k: int) -> int:
     return bfs_distance(kind, n, k, layers)
 
 
-@pytest.mark.parametrize("kind", paths.KINDS)
+@pytest.mark.parametrize("kind", path_lengths.KINDS)
 @pytest.mark.parametrize("k", [2, 3, 4, 7])
 def test_longest_path_equals_independent_bfs(kind, k):
     for n in [2, 3, 4, 5, 8, 9, 10, 16, 17, 27, 28, 33, 64, 100]:
-        assert paths.longest_path(kind, n, k) == reference_length(kind, n, k), (kind, n, k)
+        assert path_lengths.longest_path(kind, n, k) == reference_length(kind, n, k), (kind, n, k)
 
 
 @given(
-    kind=st.sampled_from(paths.KINDS),
+    kind=st.sampled_from(path_lengths.KINDS),
     n=st.integers(min_value=2, max_value=120),
     k=st.integers(min_value=2, max_value=9),
 )
 def test_longest_path_equals_bfs_for_any_n_and_k(kind, n, k):
-    assert paths.longest_path(kind, n, k) == reference_length(kind, n, k)
+    assert path_lengths.longest_path(kind, n, k) == reference_length(kind, n, k)
 
 
 @pytest.mark.parametrize("n", [2, 5, 9, 30, 81, 200])
 @pytest.mark.parametrize("k", [2, 3, 5])
 def test_table_1_orders(n, k):
     # RNN: n edges (x_1 -> h_1 -> ... -> h_n); self-attention: one edge.
-    assert paths.longest_path("rnn", n, k) == n
-    assert paths.longest_path("self_attention", n, k) == 1
+    assert path_lengths.longest_path("rnn", n, k) == n
+    assert path_lengths.longest_path("self_attention", n, k) == 1
     # Contiguous convolutions: L layers see L(k-1)+1 inputs, one edge per layer.
-    assert paths.longest_path("cnn", n, k) == math.ceil((n - 1) / (k - 1))
+    assert path_lengths.longest_path("cnn", n, k) == math.ceil((n - 1) / (k - 1))
     # Dilated convolutions (dilation k^l): k^L inputs after L layers.
-    assert paths.longest_path("dilated_cnn", n, k) == max(1, math.ceil(math.log(n, k) - 1e-9))
+    assert path_lengths.longest_path("dilated_cnn", n, k) == max(
+        1, math.ceil(math.log(n, k) - 1e-9)
+    )
 
 
 def test_growth_matches_big_o():
     # Doubling n doubles the RNN path, about doubles the CNN path, adds ~1 dilated layer.
-    assert paths.longest_path("rnn", 64, 2) == 2 * paths.longest_path("rnn", 32, 2)
-    assert paths.longest_path("dilated_cnn", 64, 2) == paths.longest_path("dilated_cnn", 32, 2) + 1
-    assert paths.longest_path("cnn", 65, 3) == 2 * paths.longest_path("cnn", 33, 3)
+    assert path_lengths.longest_path("rnn", 64, 2) == 2 * path_lengths.longest_path("rnn", 32, 2)
+    assert (
+        path_lengths.longest_path("dilated_cnn", 64, 2)
+        == path_lengths.longest_path("dilated_cnn", 32, 2) + 1
+    )
+    assert path_lengths.longest_path("cnn", 65, 3) == 2 * path_lengths.longest_path("cnn", 33, 3)
 
 
-@pytest.mark.parametrize("kind", paths.KINDS)
+@pytest.mark.parametrize("kind", path_lengths.KINDS)
 def test_graph_and_path_are_consistent(kind):
-    g = paths.dependency_graph(kind, 12, 3)
-    assert g.layers == paths.num_layers(kind, 12, 3)
+    g = path_lengths.dependency_graph(kind, 12, 3)
+    assert g.layers == path_lengths.num_layers(kind, 12, 3)
     edges = set(g.edges)
     nodes = set(g.nodes)
     assert all(u in nodes and v in nodes for u, v in edges)
-    p = paths.shortest_path(g)
+    p = path_lengths.shortest_path(g)
     assert p[0] == g.source == (0, 0) and p[-1] == g.target == (g.layers, 11)
     assert all((u, v) in edges for u, v in zip(p[:-1], p[1:], strict=False))
 
 
 def test_dilated_edges_use_dilation_k_to_the_l():
-    g = paths.dependency_graph("dilated_cnn", 27, 3)
+    g = path_lengths.dependency_graph("dilated_cnn", 27, 3)
     assert g.layers == 3
     for (lu, i), (lv, j) in g.edges:
         assert lv == lu + 1
@@ -112,7 +117,7 @@ def test_dilated_edges_use_dilation_k_to_the_l():
 def test_stack_is_the_smallest_that_sees_every_input():
     for kind in ("cnn", "dilated_cnn"):
         for n, k in [(10, 2), (10, 3), (30, 4)]:
-            g = paths.dependency_graph(kind, n, k)
+            g = path_lengths.dependency_graph(kind, n, k)
             assert bfs_distance(kind, n, k, g.layers) is not None
             assert bfs_distance(kind, n, k, g.layers - 1) is None or g.layers == 1
 
@@ -129,28 +134,28 @@ def test_stack_is_the_smallest_that_sees_every_input():
         ("cnn", 2.5, 2),
         ("cnn", "8", 2),
         ("cnn", True, 2),
-        ("cnn", paths.MAX_N + 1, 2),
+        ("cnn", path_lengths.MAX_N + 1, 2),
         ("cnn", 8, 1),
         ("dilated_cnn", 8, 0),
         ("dilated_cnn", 8, -2),
         ("self_attention", 8, 3.0),
-        ("rnn", 8, paths.MAX_K + 1),
+        ("rnn", 8, path_lengths.MAX_K + 1),
     ],
 )
 def test_bad_arguments_raise_value_error(kind, n, k):
     with pytest.raises(ValueError):
-        paths.longest_path(kind, n, k)
+        path_lengths.longest_path(kind, n, k)
     with pytest.raises(ValueError):
-        paths.dependency_graph(kind, n, k)
+        path_lengths.dependency_graph(kind, n, k)
 
 
 @pytest.mark.parametrize("n", [2, 5, 8, 9, 27, 30, 81, 200])
 @pytest.mark.parametrize("k", [2, 3, 5])
 def test_table_1_orders_are_the_whole_numbers_they_mean(n, k):
-    assert paths.complexity("rnn", n, k) == ("O(n)", n, "n")
-    assert paths.complexity("cnn", n, k) == ("O(n/k)", math.ceil(n / k), "⌈n/k⌉")
-    order, value, how = paths.complexity("dilated_cnn", n, k)
+    assert path_lengths.complexity("rnn", n, k) == ("O(n)", n, "n")
+    assert path_lengths.complexity("cnn", n, k) == ("O(n/k)", math.ceil(n / k), "⌈n/k⌉")
+    order, value, how = path_lengths.complexity("dilated_cnn", n, k)
     assert (order, how) == ("O(log_k n)", "⌈log_k n⌉") and isinstance(value, int)
     assert k**value >= n > k ** (value - 1)  # ceil(log_k n), exact (27 = 3^3 gives 3)
-    assert value == paths.longest_path("dilated_cnn", n, k)
-    assert paths.complexity("self_attention", n, k) == ("O(1)", 1, "1")
+    assert value == path_lengths.longest_path("dilated_cnn", n, k)
+    assert path_lengths.complexity("self_attention", n, k) == ("O(1)", 1, "1")

@@ -1,0 +1,130 @@
+r"""Scoring translations of the real-language corpus: sacrebleu's BLEU and chrF, two baselines.
+
+    >>> from attnlab.evaluate import score, copy_baseline, Dictionary
+    >>> score(["fermer tous les onglets"], ["Fermer tous les onglets"])["bleu"]
+    100.0
+
+* :func:`score`: corpus BLEU and chrF (sacrebleu, lower-cased: our models write lower-case;
+  every system is scored the same way), with sacrebleu's signatures.
+* :func:`copy_baseline`: the output is the English source itself.
+* :class:`Dictionary`: a word-by-word dictionary learned from the training split (IBM Model 1,
+  Brown et al. 1993: five EM rounds of t(f | e)), each English word replaced by its most
+  probable translation, in the English order; a word it never saw is copied.
+* :func:`translate_all`: a model's greedy outputs for many texts at once (batched).
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Sequence
+
+import torch
+
+from attnlab.data import detokenize, tokenize
+from attnlab.decode import greedy
+from attnlab.models import Seq2SeqModel
+
+__all__ = ["Dictionary", "copy_baseline", "score", "signatures", "translate_all"]
+
+
+def _metrics():
+    from sacrebleu.metrics import BLEU, CHRF  # imported when scoring (0.2 s)
+
+    return BLEU(lowercase=True), CHRF(lowercase=True)
+
+
+def signatures() -> dict[str, str]:
+    """sacrebleu's signatures of the two metrics as :func:`score` computes them."""
+    return {k: v for k, v in score(["a"], ["a"]).items() if k.endswith("signature")}
+
+
+def score(hypotheses: Sequence[str], references: Sequence[str]) -> dict:
+    """Corpus BLEU and chrF of ``hypotheses`` against one reference each (lower-cased)."""
+    if len(hypotheses) != len(references) or not references:
+        raise ValueError(
+            f"need as many hypotheses as references (got {len(hypotheses)}, "
+            f"{len(references)}), at least one"
+        )
+    bleu, chrf = _metrics()
+    refs = [list(references)]
+    b, c = bleu.corpus_score(list(hypotheses), refs), chrf.corpus_score(list(hypotheses), refs)
+    return {
+        "bleu": round(b.score, 2),
+        "chrf": round(c.score, 2),
+        "n": len(references),
+        "bleu_signature": str(bleu.get_signature()),
+        "chrf_signature": str(chrf.get_signature()),
+    }
+
+
+def copy_baseline(sources: Sequence[str]) -> list[str]:
+    """The first baseline: 'translate' by copying the English."""
+    return list(sources)
+
+
+class Dictionary:
+    """A word-by-word dictionary learned from parallel text by IBM Model 1.
+
+    t(f | e) starts uniform and is re-estimated ``rounds`` times by EM over every pair
+    (each target word f is explained by the English words e of its pair, NULL included):
+    count(f, e) += t(f|e) / sum_e' t(f|e').  Each English word then translates to
+    argmax_f t(f | e).
+    """
+
+    def __init__(self, pairs: Sequence[tuple[str, str]], rounds: int = 5):
+        data = [([None, *tokenize(en)], tokenize(tgt)) for en, tgt in pairs]
+        t: dict = defaultdict(lambda: 1.0)  # t(f | e), uniform at first
+        for _ in range(rounds):
+            count: dict = defaultdict(float)
+            total: dict = defaultdict(float)
+            for es, fs in data:
+                for f in fs:
+                    z = sum(t[(f, e)] for e in es)
+                    for e in es:
+                        c = t[(f, e)] / z
+                        count[(f, e)] += c
+                        total[e] += c
+            t = defaultdict(float, {(f, e): c / total[e] for (f, e), c in count.items()})
+        best: dict[str, tuple[float, str]] = {}
+        for (f, e), p in t.items():
+            if e is not None and p > best.get(e, (0.0, ""))[0]:
+                best[e] = (p, f)
+        self.table = {e: f for e, (_, f) in best.items()}
+
+    def __len__(self) -> int:
+        return len(self.table)
+
+    def translate(self, text: str) -> str:
+        """Each word replaced by its dictionary entry (unknown words copied), same order."""
+        return detokenize([self.table.get(w, w) for w in tokenize(text)])
+
+    def translate_all(self, texts: Sequence[str]) -> list[str]:
+        return [self.translate(x) for x in texts]
+
+
+@torch.no_grad()
+def translate_all(model: Seq2SeqModel, texts: Sequence[str], batch_size: int = 256) -> list[str]:
+    """Greedy translations of ``texts`` (each read as :meth:`Seq2SeqModel.prepare` would;
+    a text the model refuses gives an empty output)."""
+    out: list[str] = [""] * len(texts)
+    readable = []
+    for i, text in enumerate(texts):
+        try:
+            readable.append((i, model.source_ids(model.prepare(text))[0]))
+        except ValueError:
+            continue
+    for k in range(0, len(readable), batch_size):
+        chunk = readable[k : k + batch_size]
+        n = max(len(ids) for _, ids in chunk)
+        src = torch.zeros(len(chunk), n, dtype=torch.long)  # <pad> = 0
+        for row, (_, ids) in enumerate(chunk):
+            src[row, : len(ids)] = ids
+        lengths = torch.tensor([len(ids) for _, ids in chunk])
+        for (i, _), ys in zip(chunk, greedy(model, src, lengths), strict=True):
+            out[i] = model.tgt_vocab.join([model.tgt_vocab.itos[y] for y in ys])
+    return out
+
+
+def vocab_counts(texts: Sequence[str]) -> Counter:
+    """How often each token occurs in ``texts``."""
+    return Counter(tok for text in texts for tok in tokenize(text))

@@ -1,0 +1,377 @@
+r"""What the deck shows about the models on real language, measured once and cached.
+
+    python -m attnlab.experiments.language        # measure, write results/language.json
+    >>> from attnlab.experiments.language import load_results
+    >>> load_results()["scores"]["rnnsearch-en-fr"]["bleu"]      # doctest: +SKIP
+
+Every example comes from the corpus's **test** split (held out: no English string of it is
+in the training split), is found by a rule written here (not picked by hand), and is stored
+with its tokens and weights so the deck draws it without running a model:
+
+* :func:`word_order_example`: RNNSearch (EN->FR) translating a test string right (its output
+  equals the reference, word for word) while its alpha crosses: an output word attends to a
+  source word further *left* than the previous output word did (Bahdanau's Fig. 3, the
+  noun-adjective swap "default cell type" -> "type de cellule par défaut").
+* :func:`verb_final_example`: the EN->DE Transformer writing the verb last where English has
+  it first ("close all tabs" -> "alle tabs schließen"), and its cross-attention at that step.
+* :func:`head_roles`: per encoder layer and head, over every test string: how often the head's
+  strongest weight falls on the previous token, the token itself, the next token, the final
+  <eos>, or elsewhere.
+* :func:`alpha_vs_occlusion`: where alpha's argmax is not the source word the output depends
+  on: occlusion (replace source word i by <unk>, teacher-forced, and measure the drop of
+  log p(y_t)) against alpha, for RNNSearch on the test split.
+* :func:`table2`: our test BLEU and training minutes beside Vaswani et al.'s Table 2.
+
+:func:`load_results` reads the cached file; :func:`run` recomputes everything.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import numpy as np
+import torch
+
+import attnlab
+from attnlab.checkpoints import CHECKPOINT_DIR
+from attnlab.corpus import load_corpus
+from attnlab.data import tokenize
+from attnlab.decode import decode
+from attnlab.evaluate import Dictionary, copy_baseline, score, signatures, translate_all
+from attnlab.io import write_atomic
+
+__all__ = [
+    "MODELS",
+    "RESULTS_FILE",
+    "VASWANI_TABLE2",
+    "alpha_vs_occlusion",
+    "head_roles",
+    "load_results",
+    "main",
+    "run",
+    "scores",
+    "table2",
+    "verb_final_example",
+    "word_order_example",
+]
+
+RESULTS_FILE = Path(__file__).resolve().parent.parent / "results" / "language.json"
+
+#: The shipped word models -> the language they translate English into.
+MODELS = {
+    "rnnenc-en-fr": "fr",
+    "rnnsearch-en-fr": "fr",
+    "transformer-en-fr": "fr",
+    "transformer-en-de": "de",
+}
+
+#: Vaswani et al. (2017), Table 2: BLEU on newstest2014 and the training they took.
+VASWANI_TABLE2 = {
+    "transformer-base": {
+        "en-de": 27.3,
+        "en-fr": 38.1,
+        "training": "12 hours on 8 NVIDIA P100 GPUs (100,000 steps)",
+        "training_flops": 3.3e18,
+    },
+    "transformer-big": {
+        "en-de": 28.4,
+        "en-fr": 41.8,
+        "training": "3.5 days on 8 NVIDIA P100 GPUs (300,000 steps)",
+        "training_flops": 2.3e19,
+    },
+}
+
+
+def load_results(path: Path | str | None = None) -> dict:
+    """The cached measurements (``src/attnlab/results/language.json``)."""
+    path = Path(path) if path is not None else RESULTS_FILE
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} is missing: run `python -m attnlab.experiments.language`")
+    return json.loads(path.read_text())
+
+
+# --------------------------------------------------------------------------- scores
+def scores(directory: Path | str | None = None) -> dict:
+    """Test BLEU/chrF of every model and both baselines, per language, with signatures."""
+    out: dict = {"signatures": signatures(), "baselines": {}, "models": {}}
+    for lang in ("fr", "de"):
+        test = load_corpus(lang)["test"]
+        src, ref = [en for en, _ in test], [t for _, t in test]
+        dictionary = Dictionary(load_corpus(lang)["train"])
+        out["baselines"][f"en-{lang}"] = {
+            "copy": _short(score(copy_baseline(src), ref)),
+            "dictionary": _short(score(dictionary.translate_all(src), ref)),
+        }
+    for name, lang in MODELS.items():
+        model = attnlab.load(name, directory)
+        test = load_corpus(lang)["test"]
+        s = _short(score(translate_all(model, [en for en, _ in test]), [t for _, t in test]))
+        card = model.card
+        s.update(train_seconds=card["train_seconds"], steps=card["steps"], pair=f"en-{lang}")
+        s.update(parameters=card["parameters"], kind=card["kind"])
+        out["models"][name] = s
+    return out
+
+
+def _short(s: dict) -> dict:
+    return {k: s[k] for k in ("bleu", "chrf", "n")}
+
+
+# --------------------------------------------------------------------------- examples
+def _argmax_path(alpha: np.ndarray) -> list[int]:
+    """alpha (T, n) -> the source position each output step attends to most."""
+    return [int(i) for i in alpha.argmax(axis=1)]
+
+
+def _crosses(path: list[int]) -> bool:
+    """True when some later output step attends further left than an earlier one."""
+    return any(b < a for a, b in zip(path, path[1:], strict=False))
+
+
+def _same_words(a: str, b: str) -> bool:
+    return tokenize(a) == tokenize(b)
+
+
+def _example(model, en: str, ref: str, layer: int = 0, head: int = 0) -> dict:
+    d = decode(model, en)
+    alpha = d.alpha[layer, head]  # (T, n)
+    return {
+        "source": en,
+        "reference": ref,
+        "output": d.text,
+        "source_tokens": d.source_tokens,
+        "output_tokens": d.output_tokens,
+        "alpha": np.round(alpha, 4).tolist(),
+        "split": "test",
+        "held_out": True,
+    }
+
+
+def word_order_example(model=None, pairs=None) -> dict:
+    """The shortest test string (3-8 words) RNNSearch translates exactly right while its
+    alpha crosses (a word-order swap); ties by the English."""
+    model = model or attnlab.load("rnnsearch-en-fr")
+    pairs = pairs if pairs is not None else load_corpus("fr")["test"]
+    found = []
+    for en, ref in pairs:
+        if not 3 <= len(tokenize(en)) <= 8:
+            continue
+        d = decode(model, en)
+        real = d.alpha[0, 0][:, :-1]  # (T, n - 1): without the source <eos>
+        if _same_words(d.text, ref) and _crosses(_argmax_path(real)):
+            found.append((len(tokenize(en)), en, ref))
+    if not found:
+        raise LookupError("no test string is translated right with crossing alpha")
+    _, en, ref = min(found)
+    example = _example(model, en, ref)
+    example["candidates"] = len(found)
+    return example
+
+
+def _is_verb_final(en: str, de: str, output: str) -> bool:
+    """English starts with a verb and the German output ends with a verb (-en/-ern/-eln
+    infinitive) that is the reference's last word too."""
+    words = [w for w in tokenize(output) if w.isalpha()]
+    ref_words = [w for w in tokenize(de) if w.isalpha()]
+    if len(words) < 2 or not ref_words or words[-1] != ref_words[-1]:
+        return False
+    return words[-1].endswith(("en", "ern", "eln")) and len(tokenize(en)) >= 2
+
+
+def verb_final_example(model=None, pairs=None) -> dict:
+    """A test string where the EN->DE Transformer writes the verb last, right, and the
+    cross-attention head (of the last layer) that looks at the English verb from there.
+
+    Among the test strings whose output ends in the reference's final verb and whose output
+    words are all in the reference, the shortest where some head of the last layer puts its
+    strongest weight on the first English word at the verb step."""
+    model = model or attnlab.load("transformer-en-de")
+    pairs = pairs if pairs is not None else load_corpus("de")["test"]
+    found = []
+    for en, ref in pairs:
+        d = decode(model, en)
+        if not _is_verb_final(en, ref, d.text) or not set(tokenize(d.text)) <= set(tokenize(ref)):
+            continue
+        t = max(i for i, w in enumerate(d.output_tokens) if w.isalpha())  # the verb's step
+        last = d.alpha[-1, :, t]  # (h, n)
+        heads = [h for h in range(last.shape[0]) if int(last[h].argmax()) == 0]
+        if heads:
+            best = max(heads, key=lambda h: last[h, 0])
+            found.append((len(tokenize(en)), en, ref, best, t))
+    if not found:
+        raise LookupError("no verb-final test string found")
+    _, en, ref, head, t = min(found)
+    layer = model.config.num_layers - 1
+    example = _example(model, en, ref, layer=layer, head=head)
+    example.update(layer=layer, head=head, verb_step=t, candidates=len(found))
+    d = decode(model, en)
+    example["cross_all"] = np.round(d.alpha, 4).tolist()  # (L, h, T, n)
+    return example
+
+
+# --------------------------------------------------------------------------- heads
+ROLES = ("previous", "self", "next", "eos", "other")
+
+
+def head_roles(model=None, pairs=None) -> dict:
+    """Per encoder layer and head: the fraction of (string, query position) where the
+    strongest self-attention weight falls on the previous token, itself, the next token,
+    the final <eos>, or elsewhere (queries: the real tokens, <eos> excluded)."""
+    model = model or attnlab.load("transformer-en-de")
+    lang = "de" if model.card and model.card.get("task") == "en-de" else "fr"
+    pairs = pairs if pairs is not None else load_corpus(lang)["test"]
+    L, h = model.config.num_layers, model.config.num_heads
+    counts = np.zeros((L, h, len(ROLES)))
+    for en, _ in pairs:
+        src = model.source_ids(model.prepare(en))  # (1, n)
+        n = src.shape[1]
+        with torch.no_grad():
+            _, _, weights = model.encode(src, torch.tensor([n]))
+        w = torch.stack(weights, dim=1)[0].numpy()  # (L, h, n, n)
+        for i in range(n - 1):  # query i (not the <eos>)
+            j = w[:, :, i].argmax(axis=-1)  # (L, h): the key it looks at most
+            role = np.select(
+                [j == i - 1, j == i, (j == i + 1) & (j != n - 1), j == n - 1], [0, 1, 2, 3], 4
+            )
+            for r in range(len(ROLES)):
+                counts[:, :, r] += role == r
+    frac = counts / counts.sum(axis=-1, keepdims=True)
+    return {
+        "model": model.card["name"] if model.card else model.kind,
+        "roles": list(ROLES),
+        "strings": len(pairs),
+        "fractions": np.round(frac, 3).tolist(),  # (L, h, roles)
+        "summary": [
+            [
+                f"L{layer + 1}H{head + 1}: {ROLES[int(frac[layer, head].argmax())]} "
+                f"{frac[layer, head].max():.0%}"
+                for head in range(h)
+            ]
+            for layer in range(L)
+        ],
+    }
+
+
+# --------------------------------------------------------------------------- occlusion
+def _log_probs(model, src: torch.Tensor, ids: list[int]) -> np.ndarray:
+    """log p(y_t | y_<t, x) of the output ``ids`` (teacher forced): (T,)."""
+    tgt_in = torch.tensor([[model.tgt_vocab.sos, *ids]])
+    with torch.no_grad():
+        logits, _, _ = model.alignments(src, torch.tensor([src.shape[1]]), tgt_in)
+    logp = torch.log_softmax(logits[0, : len(ids)], dim=-1)
+    return logp[torch.arange(len(ids)), ids].numpy()
+
+
+def occlusion(model, text: str) -> dict:
+    """For each output step t and source word i: the drop of log p(y_t) when word i is
+    replaced by <unk> (the output kept fixed): (T, n - 1), and alpha (T, n)."""
+    d = decode(model, text)
+    src = model.source_ids(model.prepare(text))
+    ids = [model.tgt_vocab.stoi[w] for w in d.output_tokens]
+    base = _log_probs(model, src, ids)
+    drops = []
+    for i in range(src.shape[1] - 1):
+        masked = src.clone()
+        masked[0, i] = model.src_vocab.unk
+        drops.append(base - _log_probs(model, masked, ids))
+    return {"decoding": d, "drop": np.stack(drops, axis=1), "alpha": d.alpha[0, 0]}
+
+
+def alpha_vs_occlusion(model=None, pairs=None) -> dict:
+    """How often alpha's argmax is the word whose occlusion hurts most, over the test split,
+    and the clearest counter-example: a step where alpha's favourite word barely matters
+    (its occlusion costs < 0.1 nats) while another word's costs the most (> 1 nat)."""
+    model = model or attnlab.load("rnnsearch-en-fr")
+    pairs = pairs if pairs is not None else load_corpus("fr")["test"]
+    agree = total = 0
+    best = None
+    for en, ref in pairs:
+        if len(tokenize(en)) < 2:
+            continue
+        o = occlusion(model, en)
+        alpha = o["alpha"][:, :-1]  # (T, n - 1) without <eos>
+        for t in range(len(o["decoding"].output_tokens)):
+            a, k = int(alpha[t].argmax()), int(o["drop"][t].argmax())
+            agree, total = agree + (a == k), total + 1
+            gap = o["drop"][t, k] - o["drop"][t, a]
+            if a != k and o["drop"][t, a] < 0.1 and o["drop"][t, k] > 1.0:
+                if best is None or gap > best[0]:
+                    best = (gap, en, ref, t, a, k)
+    result = {"agreement": round(agree / max(total, 1), 3), "steps": total}
+    if best is not None:
+        gap, en, ref, t, a, k = best
+        o = occlusion(model, en)
+        result["example"] = {
+            **_example(model, en, ref),
+            "step": t,
+            "alpha_argmax": a,
+            "occlusion_argmax": k,
+            "occlusion": np.round(o["drop"], 3).tolist(),  # (T, n - 1) nats
+        }
+    return result
+
+
+# --------------------------------------------------------------------------- Table 2
+def table2(model_scores: dict) -> dict:
+    """Our Transformers' test BLEU and training minutes (2-core CPU, one thread) beside
+    Vaswani et al.'s Table 2 (BLEU on newstest2014, days on 8 GPUs).  Not comparable
+    scores: other test sets, far shorter strings, lower-cased; the compute is the point."""
+    ours = {
+        pair: {
+            "bleu": model_scores[f"transformer-{pair}"]["bleu"],
+            "chrf": model_scores[f"transformer-{pair}"]["chrf"],
+            "train_minutes": round(model_scores[f"transformer-{pair}"]["train_seconds"] / 60, 1),
+        }
+        for pair in ("en-de", "en-fr")
+    }
+    return {
+        "ours": ours,
+        "vaswani": VASWANI_TABLE2,
+        "hardware": "2-core laptop-class CPU, 1 thread",
+    }
+
+
+# --------------------------------------------------------------------------- run
+def run(directory: Path | str | None = None, out: Path | str | None = None) -> dict:
+    """Measure everything above with the checkpoints in ``directory`` (default: shipped) and
+    write the results (default: ``results/language.json``, replaced atomically)."""
+    torch.set_num_threads(1)
+    s = scores(directory)
+    load = lambda name: attnlab.load(name, directory)  # noqa: E731
+    results = {
+        "scores": s,
+        "word_order": word_order_example(load("rnnsearch-en-fr")),
+        "verb_final": verb_final_example(load("transformer-en-de")),
+        "head_roles": {
+            name: head_roles(load(name)) for name in ("transformer-en-de", "transformer-en-fr")
+        },
+        "alpha_vs_occlusion": alpha_vs_occlusion(load("rnnsearch-en-fr")),
+        "table2": table2(s["models"]),
+    }
+    path = Path(out) if out is not None else RESULTS_FILE
+    write_atomic(path, json.dumps(results, indent=1, ensure_ascii=False) + "\n")
+    return results
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m attnlab.experiments.language")
+    p.add_argument("--checkpoints", type=Path, help=f"folder of the models ({CHECKPOINT_DIR})")
+    p.add_argument("--out", type=Path, help=f"results file ({RESULTS_FILE})")
+    args = p.parse_args(argv)
+    results = run(args.checkpoints, args.out)
+    for name, s in results["scores"]["models"].items():
+        print(f"{name}: BLEU {s['bleu']}, chrF {s['chrf']} ({s['train_seconds']:.0f} s training)")
+    for pair, b in results["scores"]["baselines"].items():
+        print(f"{pair} baselines: copy {b['copy']}, dictionary {b['dictionary']}")
+    print("signatures:", results["scores"]["signatures"])
+    print("word order:", results["word_order"]["source"], "->", results["word_order"]["output"])
+    print("verb final:", results["verb_final"]["source"], "->", results["verb_final"]["output"])
+    print("alpha vs occlusion agreement:", results["alpha_vs_occlusion"]["agreement"])
+    print(f"-> {args.out or RESULTS_FILE}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,241 @@
+r"""The lecture's models on real language: English -> French and English -> German.
+
+    python -m attnlab.translation --all --replace-shipped   # what `make train` runs
+    python -m attnlab.translation --name rnnsearch-en-fr --out my-models
+
+Each recipe (:data:`attnlab.recipes.LANGUAGE_RECIPES`) trains a word-level model on the
+corpus's train split (:mod:`attnlab.corpus`) for a fixed step budget on one thread, measures
+chrF on the dev split every ``eval_every`` steps and keeps the best weights, then scores the
+test split with sacrebleu (BLEU and chrF, :mod:`attnlab.evaluate`) beside the two baselines,
+and saves the weights in fp16 with a card (:func:`attnlab.checkpoints.save`) holding the
+scores, the signatures, the training time and the corpus counts.
+
+Vocabularies come from the train split only: English words seen at least
+``src_min_count`` times (rarer ones are read as ``<unk>``, so the model learns what an
+unknown word is), target words seen at least ``tgt_min_count`` times.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import sys
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from attnlab import checkpoints
+from attnlab.corpus import CatalogError, load_corpus
+from attnlab.data import Vocab
+from attnlab.evaluate import Dictionary, copy_baseline, score, translate_all, vocab_counts
+from attnlab.models import Seq2SeqModel
+from attnlab.recipes import LANGUAGE_RECIPES, LanguageRecipe
+from attnlab.registry import build_model
+
+__all__ = ["baselines", "build_vocabs", "encode_word_pairs", "main", "train_and_save", "train"]
+
+PROG = "python -m attnlab.translation"
+
+
+def build_vocabs(pairs: list[tuple[str, str]], recipe: LanguageRecipe) -> tuple[Vocab, Vocab]:
+    """Word vocabularies of the training pairs (most frequent first, ties alphabetical)."""
+
+    def vocab(texts: list[str], least: int) -> Vocab:
+        counts = vocab_counts(texts)
+        words = sorted((w for w, c in counts.items() if c >= least), key=lambda w: (-counts[w], w))
+        return Vocab(words, level="word")
+
+    src = vocab([en for en, _ in pairs], recipe.src_min_count)
+    return src, vocab([t for _, t in pairs], recipe.tgt_min_count)
+
+
+def encode_word_pairs(pairs: list[tuple[str, str]], src_vocab: Vocab, tgt_vocab: Vocab) -> dict:
+    """Padded ids like :func:`attnlab.batches.encode_pairs`, unknown words as <unk>:
+    src (N, n) = x_1..x_n <eos>, src_len (N,), tgt_in (N, T) = <sos> y.., tgt_out = y.. <eos>."""
+    srcs = [src_vocab.encode(en, unknown="unk") + [src_vocab.eos] for en, _ in pairs]
+    tgts = [tgt_vocab.encode(t, unknown="unk") for _, t in pairs]
+    n, T = max(map(len, srcs)), max(map(len, tgts)) + 1
+    pad = lambda ids, length: ids + [0] * (length - len(ids))  # noqa: E731  (<pad> = 0)
+    return {
+        "src": torch.tensor([pad(s, n) for s in srcs]),  # (N, n)
+        "src_len": torch.tensor([len(s) for s in srcs]),  # (N,)
+        "tgt_in": torch.tensor([pad([tgt_vocab.sos, *y], T) for y in tgts]),  # (N, T)
+        "tgt_out": torch.tensor([pad([*y, tgt_vocab.eos], T) for y in tgts]),  # (N, T)
+    }
+
+
+def _batch(data: dict, idx: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    src_len = data["src_len"][idx]
+    tgt_out = data["tgt_out"][idx]
+    n, T = int(src_len.max()), int((tgt_out != 0).sum(dim=1).max())
+    return data["src"][idx, :n], src_len, data["tgt_in"][idx, :T], tgt_out[:, :T]
+
+
+def _drop_words(ids: torch.Tensor, p: float, gen: torch.Generator) -> torch.Tensor:
+    """ids with each real word (id > 3: not <pad> <sos> <eos> <unk>) made <unk> with prob p."""
+    if p <= 0:
+        return ids
+    drop = (torch.rand(ids.shape, generator=gen) < p) & (ids > 3)
+    return ids.masked_fill(drop, 3)  # <unk> = 3
+
+
+def _lr_factor(recipe: LanguageRecipe):
+    def factor(step: int) -> float:  # linear warm-up, then linear decay to 1/10
+        if step < recipe.warmup:
+            return (step + 1) / recipe.warmup
+        done = (step - recipe.warmup) / max(1, recipe.max_steps - recipe.warmup)
+        return 1.0 - 0.9 * min(1.0, done)
+
+    return factor
+
+
+def train(recipe: LanguageRecipe, corpus: dict, progress: bool = True) -> tuple[Seq2SeqModel, dict]:
+    """Train ``recipe`` on ``corpus`` (from :func:`attnlab.corpus.load_corpus`); returns the
+    model with the best dev chrF and its history (step, loss, dev_chrf, seconds)."""
+    torch.manual_seed(recipe.seed)
+    src_vocab, tgt_vocab = build_vocabs(corpus["train"], recipe)
+    model = build_model(recipe.kind, src_vocab, tgt_vocab, recipe.config)
+    data = encode_word_pairs(corpus["train"], src_vocab, tgt_vocab)
+    opt = torch.optim.AdamW(model.parameters(), lr=recipe.lr, weight_decay=recipe.weight_decay)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, _lr_factor(recipe))
+    loss_fn = nn.CrossEntropyLoss(ignore_index=0, label_smoothing=recipe.label_smoothing)
+    gen = torch.Generator().manual_seed(recipe.seed)
+    history: dict = {"step": [], "loss": [], "dev_chrf": [], "seconds": []}
+    best, best_state, losses, start = -1.0, None, [], time.perf_counter()
+    bar = _bar(recipe, progress)
+    for step in range(1, recipe.max_steps + 1):
+        model.train()
+        idx = torch.randint(len(corpus["train"]), (recipe.batch_size,), generator=gen)
+        src, src_len, tgt_in, tgt_out = _batch(data, idx)
+        src, tgt_in = (
+            _drop_words(src, recipe.word_dropout, gen),
+            _drop_words(tgt_in, recipe.word_dropout, gen),
+        )
+        logits = model(src, src_len, tgt_in)  # (B, T, V)
+        loss = loss_fn(logits.flatten(0, 1), tgt_out.flatten())  # -log p(y_t | y_<t, x)
+        opt.zero_grad()
+        loss.backward()
+        nn.utils.clip_grad_norm_(model.parameters(), recipe.clip)
+        opt.step()
+        sched.step()
+        losses.append(loss.item())
+        if bar is not None:
+            bar.update(1)
+        if step % recipe.eval_every == 0 or step == recipe.max_steps:
+            model.eval()
+            dev = corpus["dev"]
+            chrf = score(translate_all(model, [en for en, _ in dev]), [t for _, t in dev])["chrf"]
+            for key, value in zip(history, (step, sum(losses) / len(losses), chrf), strict=False):
+                history[key].append(round(value, 4) if isinstance(value, float) else value)
+            history["seconds"].append(round(time.perf_counter() - start, 1))
+            losses = []
+            if bar is not None:
+                bar.set_postfix(loss=f"{history['loss'][-1]:.2f}", dev_chrf=f"{chrf:.1f}")
+            if chrf > best:
+                best, best_state = chrf, copy.deepcopy(model.state_dict())
+    if bar is not None:
+        bar.close()
+    history["seconds_total"] = round(time.perf_counter() - start, 1)
+    history["best_step"] = history["step"][history["dev_chrf"].index(best)]
+    model.load_state_dict(best_state)
+    model.eval()
+    return model, history
+
+
+def _bar(recipe: LanguageRecipe, progress: bool):
+    if not progress:
+        return None
+    from tqdm.auto import tqdm
+
+    desc = f"{recipe.kind} en-{recipe.lang}"
+    return tqdm(total=recipe.max_steps, desc=desc, unit="step", mininterval=2.0)
+
+
+def baselines(corpus: dict) -> dict:
+    """Test-split BLEU/chrF of copying the source and of the word-by-word dictionary."""
+    src, ref = [en for en, _ in corpus["test"]], [t for _, t in corpus["test"]]
+    dictionary = Dictionary(corpus["train"])
+    return {
+        "copy": score(copy_baseline(src), ref),
+        "dictionary": score(dictionary.translate_all(src), ref),
+    }
+
+
+def _card(name: str, recipe: LanguageRecipe, model, history: dict, corpus: dict) -> dict:
+    src, ref = [en for en, _ in corpus["test"]], [t for _, t in corpus["test"]]
+    test = score(translate_all(model, src), ref)
+    return {
+        "name": name,
+        "task": f"en-{recipe.lang}",
+        "tokens": "word",
+        "config": dict(recipe.config),
+        "train": asdict(recipe),
+        "src_vocab": model.src_vocab.to_list(),
+        "tgt_vocab": model.tgt_vocab.to_list(),
+        "seed": recipe.seed,
+        "steps": history["step"][-1],
+        "best_step": history["best_step"],
+        "train_seconds": history["seconds_total"],
+        "train_threads": recipe.threads,
+        "corpus": {split: len(pairs) for split, pairs in corpus.items()},
+        "test_bleu": test["bleu"],
+        "test_chrf": test["chrf"],
+        "test_examples": test["n"],
+        "bleu_signature": test["bleu_signature"],
+        "chrf_signature": test["chrf_signature"],
+        "baselines": {k: {m: v[m] for m in ("bleu", "chrf")} for k, v in baselines(corpus).items()},
+        "history": {k: history[k] for k in ("step", "loss", "dev_chrf", "seconds")},
+        "parameters": model.num_parameters(),
+        "weights_dtype": "float16",
+        "torch_version": torch.__version__,
+    }
+
+
+def train_and_save(name: str, out_dir: Path, progress: bool = True) -> Path:
+    """Train the recipe ``name``, score it, and save it (fp16 weights + card) in ``out_dir``."""
+    recipe = LANGUAGE_RECIPES[name]
+    threads = torch.get_num_threads()
+    torch.set_num_threads(recipe.threads)
+    try:
+        corpus = load_corpus(recipe.lang)
+        model, history = train(recipe, corpus, progress)
+        card = _card(name, recipe, model, history, corpus)
+    finally:
+        torch.set_num_threads(threads)
+    half = copy.deepcopy(model).half()  # fp16 storage: load() copies it back into fp32
+    path = checkpoints.save(half, name, card, directory=out_dir)
+    print(
+        f"{name}: {card['steps']} steps (best {card['best_step']}), {card['train_seconds']} s, "
+        f"test BLEU {card['test_bleu']} chrF {card['test_chrf']} -> {path}"
+    )
+    return path
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n")[0])
+    which = p.add_mutually_exclusive_group(required=True)
+    which.add_argument("--name", choices=list(LANGUAGE_RECIPES), action="append")
+    which.add_argument("--all", action="store_true", help="every shipped language model")
+    where = p.add_mutually_exclusive_group(required=True)
+    where.add_argument("--out", type=Path, help="folder to write the checkpoints into")
+    where.add_argument("--replace-shipped", action="store_true", help="write into the package")
+    args = p.parse_args(argv)
+    out = checkpoints.CHECKPOINT_DIR if args.replace_shipped else args.out
+    names = list(LANGUAGE_RECIPES) if args.all else args.name
+    try:
+        for name in names:
+            train_and_save(name, out)
+    except CatalogError as err:
+        print(f"{PROG}: error: {err}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted; the checkpoints in {out} are whole", file=sys.stderr)
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

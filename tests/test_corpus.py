@@ -1,0 +1,221 @@
+"""The real-language corpus (issue 19): built from the pinned catalogs, clean, leak-free.
+
+The catalogs are the wheels `make setup` downloads into .venv/catalogs (data-requirements.txt).
+"""
+
+import hashlib
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from attnlab import corpus
+from attnlab.corpus import (
+    LANGS,
+    SOURCES,
+    SPLITS,
+    CatalogError,
+    build,
+    catalog_dir,
+    clean_pair,
+    load_corpus,
+    parse_po,
+    source_key,
+    split_of,
+)
+from attnlab.data import tokenize
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module", params=LANGS)
+def lang(request):
+    return request.param
+
+
+def test_every_pinned_wheel_is_in_data_requirements_with_a_hash():
+    text = (ROOT / "data-requirements.txt").read_text()
+    for source in SOURCES:
+        assert f"{source.package.lower()}=={source.version}".lower() in text.lower()
+    assert text.count("--hash=sha256:") == len(SOURCES)
+    for source in SOURCES:  # the wheels make setup downloaded are the pinned ones
+        assert (catalog_dir() / source.wheel).is_file(), f"run make setup: {source.wheel}"
+
+
+def test_the_wheels_match_the_pinned_hashes():
+    text = (ROOT / "data-requirements.txt").read_text()
+    for source in SOURCES:
+        digest = hashlib.sha256((catalog_dir() / source.wheel).read_bytes()).hexdigest()
+        assert digest in text, source.wheel
+
+
+def test_enough_pairs(lang):
+    splits = load_corpus(lang)
+    total = sum(len(splits[s]) for s in SPLITS)
+    assert total >= {"fr": 5000, "de": 3000}[lang]
+    assert len(splits["test"]) >= 100 and len(splits["dev"]) >= 100
+
+
+def test_the_split_is_leak_free(lang):
+    splits = load_corpus(lang)
+    seen: dict[str, str] = {}
+    for split in SPLITS:
+        for en, _ in splits[split]:
+            for key in (en, en.lower(), source_key(en)):
+                assert seen.setdefault(key, split) == split, f"{en!r} is in two splits"
+
+
+def test_the_split_is_the_hash_of_the_normalised_english(lang):
+    for split in SPLITS:
+        for en, _ in load_corpus(lang)[split]:
+            bucket = int(hashlib.sha256(source_key(en).encode()).hexdigest()[:8], 16) % 100
+            assert split == ("train" if bucket < 90 else "dev" if bucket < 95 else "test")
+    # normalisation: case, spaces and final punctuation do not move a string to another split
+    assert split_of("Close all tabs") == split_of("  close ALL tabs.") == split_of("Close all tabs:")
+
+
+def test_the_build_is_deterministic(lang):
+    assert build(lang).splits == build(lang).splits
+
+
+def test_pairs_are_clean_and_deduplicated(lang):
+    pairs = [p for s in SPLITS for p in load_corpus(lang)[s]]
+    keys = [source_key(en) for en, _ in pairs]
+    assert len(keys) == len(set(keys))
+    for en, tgt in pairs:
+        assert "<" not in en + tgt or ">" not in en + tgt  # no markup
+        assert "&" not in en.replace("& ", "")  # no accelerators or entities
+        assert en.casefold() != tgt.casefold()  # translated
+        assert any(t.isalpha() for t in tokenize(en))  # not placeholder-only
+        assert len(tokenize(en)) <= corpus.MAX_WORDS and len(tokenize(tgt)) <= corpus.MAX_TGT_WORDS
+        assert "%" not in en or "%(" not in en  # placeholders are written {k}
+
+
+def test_placeholders_are_one_token_written_one_way():
+    assert clean_pair("Delete %(name)s from %(place)s", "Supprimer %(name)s de %(place)s") == (
+        "Delete {1} from {2}",
+        "Supprimer {1} de {2}",
+    )
+    # the translation's placeholders follow the English numbering, whatever their order
+    assert clean_pair("%1 of %2", "%2 von %1") == ("{1} of {2}", "{2} von {1}")
+    assert clean_pair("Open {name}", "Ouvrir {name}") == ("Open {1}", "Ouvrir {1}")
+    assert clean_pair("Saved %s", "Enregistré %s") == ("Saved {1}", "Enregistré {1}")
+    assert tokenize("Open {1}.") == ["open", "{1}", "."]
+    # different placeholders in the two: dropped
+    assert clean_pair("Open %s", "Ouvrir") is None
+
+
+def test_cleaning_drops_what_the_issue_says():
+    assert clean_pair("&File", "&Fichier") == ("File", "Fichier")  # accelerator removed
+    assert clean_pair("Save &As...", "Enregistrer &sous...") == ("Save As...", "Enregistrer sous...")
+    assert clean_pair("<b>Bold</b> text", "Texte <b>gras</b>") is None  # markup
+    assert clean_pair("See https://example.org", "Voir https://example.org") is None  # URL
+    assert clean_pair("Notebook", "Notebook") is None  # untranslated
+    assert clean_pair("%s", "%s") is None  # placeholder-only
+    assert clean_pair("%(a)s: %(b)s", "%(a)s : %(b)s") is None  # placeholder-only
+    long = " ".join(["word"] * (corpus.MAX_WORDS + 1))
+    assert clean_pair(long, long.upper() + "X") is None  # over the length cap
+    assert clean_pair("Fish &amp; chips", "Poisson &amp; frites") == ("Fish & chips", "Poisson & frites")
+
+
+def test_po_parser_skips_fuzzy_plural_untranslated_and_obsolete():
+    po = r'''
+msgid ""
+msgstr "Content-Type: text/plain; charset=UTF-8\n"
+
+#: a.py:1
+msgid "Close"
+msgstr "Fermer"
+
+#, fuzzy
+msgid "Open"
+msgstr "Ouvrir"
+
+msgid "Untranslated"
+msgstr ""
+
+msgid "%d file"
+msgid_plural "%d files"
+msgstr[0] "%d fichier"
+msgstr[1] "%d fichiers"
+
+msgctxt "menu"
+msgid "Save "
+"all"
+msgstr "Tout "
+"enregistrer"
+
+#~ msgid "Old"
+#~ msgstr "Vieux"
+'''
+    assert parse_po(po) == [("Close", "Fermer"), ("Save all", "Tout enregistrer")]
+
+
+def test_json_catalog_keys_with_a_context(tmp_path):
+    pairs = corpus._parse_json_catalog(
+        '{"": {"domain": "x"}, "menu\\u0004Close Tab": ["Fermer l\'onglet"],'
+        ' "%1 Item": ["%1 \\u00e9l\\u00e9ment", "%1 \\u00e9l\\u00e9ments"]}'
+    )
+    assert pairs == [("Close Tab", "Fermer l'onglet")]  # the context is cut, plurals dropped
+
+
+def _run_build(*args):
+    return subprocess.run(
+        [sys.executable, "-m", "attnlab.corpus", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
+
+
+def test_a_missing_catalog_is_one_clear_line(tmp_path):
+    result = _run_build("--catalogs", str(tmp_path), "--no-card")
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "missing" in lines[0] and "make setup" in lines[0]
+
+
+@pytest.mark.parametrize("damage", ["truncated", "not a zip", "no catalog"])
+def test_a_damaged_catalog_is_one_clear_line(tmp_path, damage):
+    for source in SOURCES:
+        shutil.copy(catalog_dir() / source.wheel, tmp_path / source.wheel)
+    victim = tmp_path / SOURCES[2].wheel  # Django
+    if damage == "truncated":
+        victim.write_bytes(victim.read_bytes()[:5000])
+    elif damage == "not a zip":
+        victim.write_text("hello")
+    else:
+        with zipfile.ZipFile(victim, "w") as z:
+            z.writestr("django/__init__.py", "")
+    with pytest.raises(CatalogError, match=f"{victim.name}.*damaged"):
+        build("fr", tmp_path)
+    result = _run_build("--catalogs", str(tmp_path), "--no-card")
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "damaged" in lines[0] and victim.name in lines[0]
+
+
+def test_the_build_writes_a_data_card(tmp_path):
+    card = tmp_path / "card.md"
+    result = _run_build("--card", str(card))
+    assert result.returncode == 0, result.stderr
+    text = card.read_text()
+    for source in SOURCES:
+        assert source.package in text and source.version in text
+    assert text.count("BSD") >= len(SOURCES)
+    for lang in LANGS:
+        n = [len(load_corpus(lang)[s]) for s in SPLITS]
+        assert f"| EN->{lang.upper()} | {n[0]} | {n[1]} | {n[2]} | {sum(n)} |" in text
+    assert "histogram" in text.lower()
+
+
+def test_the_shipped_data_card_matches_the_build():
+    text = (ROOT / "docs" / "data-card.md").read_text()
+    for lang in LANGS:
+        n = [len(load_corpus(lang)[s]) for s in SPLITS]
+        assert f"| EN->{lang.upper()} | {n[0]} | {n[1]} | {n[2]} | {sum(n)} |" in text
