@@ -234,20 +234,16 @@ widgets.DecodeStepper()  # the shipped rnnsearch-dates; more models in the model
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### A fair comparison? Equal compute, measured
 #
-# Same data and the same 1000 steps for both. Compute per step, counted by torch's FLOP
-# counter on one batch (MFLOP per training string, forward and backward):
+# Same data and the same 1000 steps for both. Compute counted by torch's FLOP counter on one
+# training batch (`lecture.flops_per_step`, cached by `python -m attnlab.lecture`):
 
 # %%
-{
-    kind: round(1000 * lecture.flops_per_step(kind, batch=32) / 32)
-    for kind in ("rnnencdec", "rnnsearch")
-}
+lecture.equal_compute()
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# RNNEncDec (hidden size 128, 195k parameters) spends about 1.6 times RNNSearch's compute
-# (hidden size 64, 102k parameters), so it had more than equal compute. Its held-out accuracy
-# was still creeping up (0.06 to 0.12 over the last 700 steps): under-trained, but with more
-# compute than the model that reverses 60 digits.
+# The model **without** attention had 1.6 times the compute of RNNSearch: more than equal. Its
+# held-out accuracy was still creeping up (0.06 to 0.12 over the last 700 steps): under-trained
+# at this budget, but not short-changed.
 
 # %% [markdown] slideshow={"slide_type": "notes"}
 # The honest statement: at equal (here: greater) compute the design without attention is far
@@ -559,7 +555,7 @@ assert torch.allclose(out, mha(x, x, x), atol=1e-6)  # the library's MultiHeadAt
 # `transformer-dates` (their outputs set to zero before $W^O$):
 
 # %%
-lecture.head_study(transformer, n=200)
+lecture.heads_measured()  # lecture.head_study(transformer, n=200), cached: 4 s
 
 # %% [markdown] slideshow={"slide_type": "notes"}
 # With all 4 heads it is right on every fresh date; any one head alone gets almost nothing

@@ -100,6 +100,17 @@ if (window.MathJax) {
 </style>
 {%- endif -%}
 {%- endblock html_head_css -%}
+{%- block footer_js -%}
+{{ super() }}
+<script>
+// As in the RISE slideshow: the slide at its own size (no margin, so no scaling down), and
+// the deck's own vertical centring.
+require(["{{ resources.reveal.url_prefix }}/dist/reveal.js"], function (Reveal) {
+  var same = function () { Reveal.configure({margin: 0, center: {{ resources.attnlab_center }}}); };
+  if (Reveal.isReady()) { same(); } else { Reveal.on("ready", same); }
+});
+</script>
+{%- endblock footer_js -%}
 """
 
 
@@ -219,6 +230,8 @@ def export(notebook: Path, out: Path, run: bool = True, timeout: int = 600) -> P
     resources = {"metadata": {"name": notebook.stem, "path": str(notebook.parent)}}
     css = notebook.parent / "rise.css"  # what RISE loads beside the notebook
     resources["attnlab_css"] = css.read_text(encoding="utf-8") if css.is_file() else ""
+    center = nb.metadata.get("rise", {}).get("center", True)
+    resources["attnlab_center"] = "true" if center else "false"
     body, _ = exporter.from_notebook_node(nb, resources=resources)
     target = out / f"{notebook.stem}.slides.html"
     target.write_text(body, encoding="utf-8")

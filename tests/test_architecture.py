@@ -1,39 +1,288 @@
-"""docs/architecture.md names every module of the package (the map matches the house)."""
+"""The map matches the house: imports go one way, and docs/architecture.md names what exists.
+
+* No import circles: no module of ``src/attnlab`` imports one that imports it back (directly
+  or through others).  Every ``import`` statement counts, wherever it is (inside a function,
+  under ``if TYPE_CHECKING:``).
+* At most :data:`MAX_FUNCTION_IMPORTS` imports inside functions in ``src/``, each with a
+  comment (on its line or the line above) saying what importing it at the top would cost.
+* docs/architecture.md has one row per module in its module table, and every name it
+  mentions exists: in a row, each backticked ``name`` or ``Class.attribute`` is defined in
+  that row's module; anywhere in the doc, ``Class.attribute`` of a class of the package and
+  ``attnlab.module.name`` exist (attributes set in ``__init__`` count: ``self.attn = ...``).
+"""
 
 from __future__ import annotations
 
+import ast
+import importlib
+import inspect
 import re
+from functools import cache
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "src" / "attnlab"
 DOC = ROOT / "docs" / "architecture.md"
+MAX_FUNCTION_IMPORTS = 8
+IDENTIFIER = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")  # `name`, `Class.attr`, `a.b.c`
+
+
+# --------------------------------------------------------------------------- the modules
+@cache
+def sources() -> dict[str, Path]:
+    """Every module of src/attnlab by dotted name (a package by its own name) -> its file."""
+    found = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+        found[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return found
 
 
 def modules() -> list[str]:
-    """Every module of src/attnlab as a dotted name (a package by its own name)."""
-    names = []
-    for path in sorted(PACKAGE.rglob("*.py")):
-        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
-        names.append(".".join(parts[:-1] if parts[-1] == "__init__" else parts))
-    return names
+    return list(sources())
 
 
-def documented() -> set[str]:
-    """The module names in the first column of the doc's module table."""
-    rows = re.findall(r"^\| `(attnlab[\w.]*)`", DOC.read_text(), flags=re.MULTILINE)
-    return set(rows)
+@cache
+def tree(module: str) -> ast.Module:
+    return ast.parse(sources()[module].read_text())
+
+
+def imported(module: str, node: ast.Import | ast.ImportFrom) -> set[str]:
+    """The attnlab modules one import statement of ``module`` loads (by dotted name)."""
+    if isinstance(node, ast.Import):
+        return {a.name for a in node.names if a.name.split(".")[0] == "attnlab"}
+    base = node.module or ""
+    if node.level:  # relative: from the package of ``module``, up level - 1
+        package = module.split(".")
+        if sources()[module].name != "__init__.py":
+            package = package[:-1]
+        package = package[: len(package) - node.level + 1]
+        base = ".".join([*package, *([node.module] if node.module else [])])
+    if base.split(".")[0] != "attnlab":
+        return set()
+    # ``from attnlab import decode`` loads the module attnlab.decode, not just the package
+    return {f"{base}.{a.name}" if f"{base}.{a.name}" in sources() else base for a in node.names}
+
+
+def import_nodes(module: str) -> list[tuple[ast.Import | ast.ImportFrom, bool]]:
+    """Every import statement of ``module`` and whether it sits inside a function."""
+    inside = {
+        id(node)
+        for fn in ast.walk(tree(module))
+        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef))
+        for node in ast.walk(fn)
+        if isinstance(node, (ast.Import, ast.ImportFrom))
+    }
+    return [
+        (node, id(node) in inside)
+        for node in ast.walk(tree(module))
+        if isinstance(node, (ast.Import, ast.ImportFrom))
+    ]
+
+
+@cache
+def import_graph() -> dict[str, set[str]]:
+    """module -> the attnlab modules it imports (itself left out)."""
+    return {
+        m: {t for node, _ in import_nodes(m) for t in imported(m, node)} - {m} for m in modules()
+    }
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The import circles of ``graph``: its strongly connected parts of two or more modules."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            part = []
+            while not part or part[-1] != v:
+                part.append(stack.pop())
+            if len(part) > 1:
+                found.append(sorted(part))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
 
 
 def test_the_module_list_is_found():
-    assert {"attnlab", "attnlab.attention", "attnlab.widgets"} <= set(modules())
+    assert {"attnlab", "attnlab.attention", "attnlab.widgets", "attnlab.cli"} <= set(modules())
+
+
+def test_the_import_graph_sees_every_kind_of_import():
+    graph = import_graph()
+    assert "attnlab.attention" in graph["attnlab.transformer"]  # from attnlab.attention import
+    assert "attnlab.decode" in graph["attnlab.models"]  # translate() decodes
+    assert "attnlab.checkpoints" in graph["attnlab"]  # inside load(): counted too
+
+
+def test_the_circle_finder_finds_circles():
+    assert cycles({"a": {"b"}, "b": {"a"}, "c": {"a"}}) == [["a", "b"]]
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == [["a", "b", "c"]]
+    assert cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_no_module_imports_one_that_imports_it_back():
+    graph = import_graph()
+    back = sorted((a, b) for a in graph for b in graph[a] if a < b and a in graph.get(b, ()))
+    assert not back, "modules importing each other: " + ", ".join(f"{a} <-> {b}" for a, b in back)
+    assert not cycles(graph), f"import circles: {cycles(graph)}"
+
+
+def test_python_m_attnlab_train_is_not_the_command_line():
+    # ``python -m attnlab.train`` would run train.py twice (as __main__, then as the module
+    # attnlab.cli imports): the command line is attnlab.cli, and train does not import it.
+    assert "attnlab.cli" not in import_graph()["attnlab.train"]
+    assert "attnlab.train" in import_graph()["attnlab.cli"]
+
+
+def function_imports() -> list[tuple[str, int, str, bool]]:
+    """(module, line, statement, has a comment) of every import inside a function."""
+    out = []
+    for m in modules():
+        lines = sources()[m].read_text().splitlines()
+        for node, inside in import_nodes(m):
+            if inside:
+                here, above = lines[node.lineno - 1], lines[node.lineno - 2].strip()
+                commented = "#" in here or above.startswith("#")
+                out.append((m, node.lineno, ast.unparse(node), commented))
+    return out
+
+
+def test_at_most_eight_function_level_imports_each_saying_what_it_avoids():
+    found = function_imports()
+    listing = "\n".join(f"  {m}:{line} {stmt}" for m, line, stmt, _ in found)
+    assert len(found) <= MAX_FUNCTION_IMPORTS, f"{len(found)} imports inside functions:\n{listing}"
+    silent = [f"{m}:{line} {stmt}" for m, line, stmt, commented in found if not commented]
+    assert not silent, f"imports inside functions without a comment: {silent}"
+
+
+# --------------------------------------------------------------------------- the doc
+def table() -> dict[str, str]:
+    """The doc's module table: module name -> the text of its row."""
+    rows = re.findall(r"^\| `(attnlab[\w.]*)` \|(.*)\|\s*$", DOC.read_text(), flags=re.MULTILINE)
+    return dict(rows)
+
+
+def names(text: str) -> list[str]:
+    """The backticked identifiers of ``text`` (`name`, `Class.attr`; `name(...)` as name)."""
+    found = []
+    for code in re.findall(r"`([^`]+)`", text):
+        code = re.sub(r"\(.*\)$", "", code.strip())  # `load(name)` -> load
+        if IDENTIFIER.fullmatch(code):
+            found.append(code)
+    return found
+
+
+@cache
+def attributes(module: str, cls: str) -> set[str]:
+    """Names a class of ``module`` defines: methods, class attributes, ``self.x = ...``."""
+    out = set()
+    for node in ast.walk(tree(module)):
+        if not (isinstance(node, ast.ClassDef) and node.name == cls):
+            continue
+        for item in ast.walk(node):
+            if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                out.add(item.name)
+            targets = [item.target] if isinstance(item, (ast.AnnAssign, ast.AugAssign)) else []
+            targets += item.targets if isinstance(item, ast.Assign) else []
+            for target in targets:
+                for leaf in ast.walk(target):
+                    if isinstance(leaf, ast.Name) and item in node.body:
+                        out.add(leaf.id)  # a class attribute or dataclass field
+                    is_self = isinstance(leaf, ast.Attribute) and isinstance(leaf.value, ast.Name)
+                    if is_self and leaf.value.id == "self":
+                        out.add(leaf.attr)  # set on the instance
+    return out
+
+
+def has_attribute(owner: object, attr: str) -> bool:
+    """``owner.attr`` exists: at run time, or (a class) set on its instances by its code."""
+    if hasattr(owner, attr):
+        return True
+    if not inspect.isclass(owner):
+        return False
+    for base in owner.__mro__:
+        if base.__module__ in sources() and attr in attributes(base.__module__, base.__name__):
+            return True
+    return False
+
+
+def resolve(module: object, dotted: str) -> bool:
+    """``module.a.b.c`` exists (each part an attribute of the one before)."""
+    owner = module
+    for part in dotted.split("."):
+        if not has_attribute(owner, part):
+            return False
+        owner = getattr(owner, part, None)
+    return True
+
+
+@cache
+def classes() -> dict[str, object]:
+    """Every class defined in the package, by name (the doc's ``Class.attr`` refer to them)."""
+    found = {}
+    for m in modules():
+        for name, obj in vars(importlib.import_module(m)).items():
+            if inspect.isclass(obj) and obj.__module__ == m:
+                found.setdefault(name, obj)
+    return found
 
 
 def test_every_module_is_in_the_architecture_table():
-    missing = [name for name in modules() if name not in documented()]
+    missing = [name for name in modules() if name not in table()]
     assert not missing, f"docs/architecture.md has no row for: {', '.join(missing)}"
 
 
 def test_the_table_names_no_module_that_is_gone():
-    gone = sorted(documented() - set(modules()))
+    gone = sorted(set(table()) - set(modules()))
     assert not gone, f"docs/architecture.md names modules that do not exist: {', '.join(gone)}"
+
+
+@pytest.mark.parametrize("module", sorted(table()))
+def test_every_name_in_a_row_is_defined_in_that_module(module):
+    if module not in sources():
+        pytest.skip("no such module (the test above says so)")
+    mod = importlib.import_module(module)
+    missing = [n for n in names(table()[module]) if not n.startswith("attnlab")]
+    missing = [n for n in missing if not resolve(mod, n)]
+    assert not missing, f"docs/architecture.md, row {module}: not in the module: {missing}"
+
+
+def test_every_class_attribute_and_dotted_name_in_the_doc_exists():
+    missing = []
+    for name in set(names(DOC.read_text())):
+        head, _, rest = name.partition(".")
+        if head == "attnlab" and rest:
+            parts = name.split(".")
+            cut = max(i for i in range(1, len(parts) + 1) if ".".join(parts[:i]) in sources())
+            module = importlib.import_module(".".join(parts[:cut]))
+            if cut < len(parts) and not resolve(module, ".".join(parts[cut:])):
+                missing.append(name)
+        elif rest and head in classes() and not resolve(classes()[head], rest):
+            missing.append(name)
+    assert not missing, f"docs/architecture.md names what does not exist: {sorted(missing)}"
+
+
+def test_the_attribute_check_catches_a_drifted_name():
+    transformer = importlib.import_module("attnlab.transformer")
+    assert resolve(classes()["MultiHeadAttention"], "attn")  # self.attn = ... in __init__
+    assert resolve(classes()["MultiHeadAttention"], "forward")  # a method
+    assert resolve(transformer, "Transformer.attention_weights")
+    assert not resolve(classes()["MultiHeadAttention"], "from_torch")  # moved to the tests
+    assert not resolve(transformer, "Transformer.causal_toggle")
+    assert names("`a.b(x)`, `python -m x`, `c`, `<eos>`") == ["a.b", "c"]

@@ -4,6 +4,7 @@ Every expected number below is worked out in the test from the formula (e, tanh,
 never copied from a run of the code under test.
 """
 
+import copy
 import math
 
 import pytest
@@ -559,6 +560,8 @@ def test_multi_head_attention_returns_a_tensor_and_keeps_its_last_weights():
     assert mha.attn.shape == (2, 2, 4, 6)
     Q, K = mha.split_heads(mha.W_q(x)), mha.split_heads(mha.W_k(memory))  # (B, h, T, d_k)
     torch.testing.assert_close(mha.attn, torch.softmax(Q @ K.mT / 2.0, dim=-1))  # d_k = 4
+    assert not mha.attn.requires_grad  # kept to be read: a copy of the module holds no graph
+    copy.deepcopy(mha)
 
 
 # --------------------------------------------------------------------------- positions
@@ -704,3 +707,71 @@ def test_multi_head_attention_calls_the_module_global_scaled_dot_product_attenti
         MultiHeadAttention(4, 2)(x, x, x, causal_mask(3))
     (((Q, K, V, mask), _),) = spy.call_args_list
     assert Q.shape == K.shape == V.shape == (1, 2, 3, 2) and mask.shape == (3, 3)
+
+
+# --------------------------------------------------------------------------- equations first
+SHOWN_ON_SLIDES = [  # what the deck shows with lecture.show_source: the equation only
+    dot_score,
+    scaled_dot_score,
+    GeneralScore.forward,
+    AdditiveScore.forward,
+    masked_softmax,
+    attention,
+    scaled_dot_product_attention,
+    MultiHeadAttention.forward,
+    positional_encoding,
+    causal_mask,
+]
+
+
+@pytest.mark.parametrize("fn", SHOWN_ON_SLIDES, ids=lambda fn: fn.__qualname__)
+def test_the_functions_on_the_slides_are_their_equations(fn):
+    import ast
+    import inspect
+    import textwrap
+
+    plain = inspect.unwrap(fn)
+    assert plain is not fn  # the public name checks its inputs (entry_point) ...
+    source = textwrap.dedent(inspect.getsource(plain))
+    node = ast.parse(source).body[0]
+    body = node.body[1:] if isinstance(node.body[0], ast.Expr) else node.body  # no docstring
+    code = "\n".join(ast.unparse(stmt) for stmt in body)
+    for noise in ("raise", "check", "isinstance", "dropout", ".to(", "dtype ="):
+        assert noise not in code, f"{fn.__qualname__} holds {noise!r}:\n{code}"
+    assert len(code.splitlines()) <= 10, code  # ... and the body is its equation, a few lines
+
+
+def test_a_multi_head_call_checks_its_inputs_once(monkeypatch):
+    calls = []
+    real = A._check_dtypes
+    monkeypatch.setattr(A, "_check_dtypes", lambda *a, **k: (calls.append(a), real(*a, **k)))
+    x = torch.randn(1, 5, 8)
+    MultiHeadAttention(8, 2)(x, x, x, causal_mask(5))
+    assert len(calls) == 1  # not again in sdpa, scaled_dot_score and masked_softmax
+    calls.clear()
+    attention(x, x, x, GeneralScore(8, 8))  # attention checks the score's inputs for it
+    assert len(calls) == 2
+    calls.clear()
+    masked_softmax(torch.randn(3, 4))  # a call from outside is checked
+    assert len(calls) == 1
+
+
+def test_a_score_from_outside_must_return_scores_of_the_right_shape():
+    q, k = torch.randn(2, 3, 4), torch.randn(2, 5, 4)
+    with pytest.raises(ValueError, match=r"\(2, 3, 5\); got shape \(\)") as excinfo:
+        attention(q, k, k, lambda s, h: s.sum())  # a number, not (B, m, n)
+    assert "\n" not in str(excinfo.value)
+    with pytest.raises(ValueError, match="got ndarray"):
+        attention(q, k, k, lambda s, h: (s @ h.mT).numpy())
+    context, alpha = attention(q, k, k, lambda s, h: -(s @ h.mT))  # a fine one runs
+    assert alpha.shape == (2, 3, 5)
+
+
+def test_one_table_from_score_names_to_scores(monkeypatch):
+    for name in SCORES:
+        assert isinstance(make_score(name, 4, 4, 3), torch.nn.Module)
+    q = torch.randn(2, 4)
+    for name, fn in (("dot", dot_score), ("scaled_dot", scaled_dot_score)):
+        torch.testing.assert_close(attention(q, q, q, name)[1], attention(q, q, q, fn)[1])
+    monkeypatch.setitem(SCORES, "dot", SCORES["scaled_dot"])  # names go through the table
+    torch.testing.assert_close(attention(q, q, q, "dot")[1], attention(q, q, q, "scaled_dot")[1])

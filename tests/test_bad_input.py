@@ -221,17 +221,13 @@ def test_widgets_given_a_bad_model_show_a_message(model):
         assert widget.message and "\n" not in widget.message
 
 
-#: The explorer's sentence is the lecture's own, not typed in class (a 6000-word one takes
-#: minutes: it pre-renders an n x n picture per setting); each start takes ~5 s, so a few.
-SENTENCES = {k: TEXTS[k] for k in ("empty", "mathtext", "backslash", "script")}
-
-
-@pytest.mark.parametrize("sentence", SENTENCES.values(), ids=SENTENCES.keys())
-def test_scaled_dot_explorer_constructor(models, sentence):
+@pytest.mark.parametrize("n", [0, 17, 2.5, "8", None])
+def test_scaled_dot_explorer_refuses_a_bad_number_of_vectors_in_one_line(models, n):
     from attnlab.widgets import ScaledDotExplorer
 
-    widget = ScaledDotExplorer(sentence=sentence, model=models["transformer-dates"])
-    assert "\n" not in widget.message
+    with pytest.raises(ValueError, match=r"^n must be an int in 1\.\.16") as info:
+        ScaledDotExplorer(n=n, model=models["transformer-dates"])
+    assert "\n" not in str(info.value)
 
 
 @pytest.mark.parametrize("value", [0, -1, 10**30, math.nan, 2.5])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import pickle
@@ -9,7 +10,8 @@ import re
 import shutil
 import subprocess
 import sys
-import time
+from pathlib import Path
+from unittest import mock
 
 import pytest
 import torch
@@ -28,16 +30,31 @@ CARD_FIELDS = {
 KINDS = {"rnnenc": "rnnencdec", "rnnsearch": "rnnsearch", "transformer": "transformer"}
 
 
+@contextlib.contextmanager
+def only_meta_models():
+    """Inside: building a model other than on the meta device (shapes only) fails the test.
+
+    A crafted or damaged checkpoint must be refused before a real model takes memory and
+    time (speed itself is printed by benchmarks/training.py, not timed here).
+    """
+    real = checkpoints.build_model
+
+    def build(*args, **kwargs):
+        if torch.get_default_device().type != "meta":
+            pytest.fail("a real model was built for a checkpoint that is refused")
+        return real(*args, **kwargs)
+
+    with mock.patch.object(checkpoints, "build_model", build):
+        yield
+
+
 @pytest.mark.parametrize("name", SHIPPED)
 def test_every_shipped_model_loads_small_and_fast(name):
     weights = checkpoints.weights_path(name)
     assert weights.parent == CHECKPOINT_DIR and weights.name.startswith(f"{name}.")
     assert weights.stat().st_size <= 1_000_000
     assert (CHECKPOINT_DIR / f"{name}.json").stat().st_size <= 1_000_000
-    start = time.perf_counter()
-    model = attnlab.load(name)
-    seconds = time.perf_counter() - start
-    assert seconds < 3.0  # the 0.3 s target is printed by benchmarks/training.py
+    model = attnlab.load(name)  # the 0.3 s target is printed by benchmarks/training.py
     assert model.kind == KINDS[name.split("-")[0]]
     assert CARD_FIELDS <= set(model.card)
     assert model.card["task"] == name.split("-")[1]
@@ -184,10 +201,8 @@ def test_a_crafted_card_is_refused_fast_naming_it(copy_dir, change):
     for key, value in change.items():
         card[key] = {**card[key], **value} if key == "config" and isinstance(value, dict) else value
     write_card(copy_dir, card)
-    start = time.perf_counter()
-    with pytest.raises(CheckpointError, match="rnnenc-dates"):
+    with only_meta_models(), pytest.raises(CheckpointError, match="rnnenc-dates"):
         checkpoints.load("rnnenc-dates", directory=copy_dir)
-    assert time.perf_counter() - start < 2.0
 
 
 def test_a_transformer_card_with_a_million_layers_or_odd_heads_is_refused(tmp_path):
@@ -197,10 +212,8 @@ def test_a_transformer_card_with_a_million_layers_or_odd_heads_is_refused(tmp_pa
         card = json.loads(path.read_text())
         card["config"].update(change)
         path.write_text(json.dumps({**card, "checksum": checkpoints.checksum(card)}))
-        start = time.perf_counter()
-        with pytest.raises(CheckpointError, match="transformer-dates"):
+        with only_meta_models(), pytest.raises(CheckpointError, match="transformer-dates"):
             checkpoints.load("transformer-dates", directory=tmp_path)
-        assert time.perf_counter() - start < 2.0
 
 
 def test_deeply_nested_or_huge_cards_are_refused_fast(copy_dir):
@@ -212,10 +225,8 @@ def test_deeply_nested_or_huge_cards_are_refused_fast(copy_dir):
         ("\xff\xfe", ""),
     ]:
         path.write_bytes(text.encode("latin-1"))
-        start = time.perf_counter()
-        with pytest.raises(CheckpointError, match=f"rnnenc-dates.json.*{why}"):
+        with only_meta_models(), pytest.raises(CheckpointError, match=f"rnnenc-dates.json.*{why}"):
             checkpoints.load("rnnenc-dates", directory=copy_dir)
-        assert time.perf_counter() - start < 2.0
 
 
 @pytest.mark.parametrize("missing", ["weights", ".json"])
@@ -349,7 +360,17 @@ def test_huge_weights_are_refused_before_being_read_whole(copy_dir):
     path = copy_dir / card_of(copy_dir)["weights_file"]
     with path.open("r+b") as f:
         f.truncate(checkpoints.MAX_WEIGHTS_BYTES + 1000)  # sparse: no disk, no time
-    start = time.perf_counter()
-    with pytest.raises(CheckpointError, match=re.escape(path.name) + ".*larger than"):
-        checkpoints.load("rnnenc-dates", directory=copy_dir)
-    assert time.perf_counter() - start < 2.0
+    read = []
+    real_open = Path.open
+
+    def counting_open(self, *args, **kwargs):  # how much of the weights file is read
+        f = real_open(self, *args, **kwargs)
+        if self == path:
+            real_read = f.read
+            f.read = lambda n=-1: read.append(n) or real_read(n)
+        return f
+
+    with mock.patch.object(Path, "open", counting_open), only_meta_models():
+        with pytest.raises(CheckpointError, match=re.escape(path.name) + ".*larger than"):
+            checkpoints.load("rnnenc-dates", directory=copy_dir)
+    assert read == [checkpoints.MAX_WEIGHTS_BYTES + 1]  # never the whole file

@@ -17,7 +17,8 @@ import pytest
 import torch
 
 from attnlab import checks
-from attnlab.checks import CATEGORIES, ENV_VAR, EXERCISES, CheckResult
+from attnlab.checks import CATEGORIES, ENV_VAR, EXERCISES, CheckResult, inside_models
+from attnlab.checks.inside_models import reference_model
 
 NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "07_attention_exercises.ipynb"
 NEG_INF = float("-inf")
@@ -90,6 +91,11 @@ def pe_ok(n, d):
     return pe
 
 
+def block_ok(x, self_attn, ln_1, ln_2, W_1, W_2):
+    x = x + self_attn(ln_1(x))  # pre-LN: x + Sublayer(LayerNorm(x))
+    return x + W_2(torch.relu(W_1(ln_2(x))))  # FFN(z) = W_2 ReLU(W_1 z)
+
+
 CORRECT = {
     "dot_score": dot_ok,
     "general_score": general_ok,
@@ -99,6 +105,7 @@ CORRECT = {
     "scaled_dot_product_attention": sdpa_ok,
     "multi_head_attention": mha_ok,
     "positional_encoding": pe_ok,
+    "encoder_block": block_ok,
 }
 
 
@@ -128,6 +135,35 @@ def test_correct_answer_that_scribbles_on_its_inputs_still_passes(name):
 
 
 # --------------------------------------------------------------------------- wrong answers
+def block_post_ln(x, self_attn, ln_1, ln_2, W_1, W_2):
+    x = ln_1(x + self_attn(x))  # LayerNorm(x + Sublayer(x)): the 2017 paper's order
+    return ln_2(x + W_2(torch.relu(W_1(x))))
+
+
+def block_no_residual(x, self_attn, ln_1, ln_2, W_1, W_2):
+    x = self_attn(ln_1(x))
+    return W_2(torch.relu(W_1(ln_2(x))))
+
+
+def block_no_ffn_residual(x, self_attn, ln_1, ln_2, W_1, W_2):
+    x = x + self_attn(ln_1(x))
+    return W_2(torch.relu(W_1(ln_2(x))))
+
+
+def block_relu_after_W_2(x, self_attn, ln_1, ln_2, W_1, W_2):
+    x = x + self_attn(ln_1(x))
+    return x + torch.relu(W_2(W_1(ln_2(x))))
+
+
+def block_relu_on_sum(x, self_attn, ln_1, ln_2, W_1, W_2):
+    x = x + self_attn(ln_1(x))
+    return torch.relu(x + W_2(W_1(ln_2(x))))
+
+
+def block_one_layer_norm(x, self_attn, ln_1, ln_2, W_1, W_2):
+    return block_ok(x, self_attn, ln_1, ln_1, W_1, W_2)
+
+
 def raises_not_implemented(*args):
     # YOUR CODE HERE
     raise NotImplementedError
@@ -377,6 +413,14 @@ WRONG = [
         "nan",
         "output holds",
     ),
+    ("encoder_block", raises_not_implemented, "not_implemented", "YOUR CODE"),
+    ("encoder_block", block_post_ln, "mismatch", "post-LN"),
+    ("encoder_block", block_no_residual, "mismatch", "residual connections are left out"),
+    ("encoder_block", block_no_ffn_residual, "mismatch", "around the feed-forward network"),
+    ("encoder_block", block_relu_after_W_2, "mismatch", "ReLU is in the wrong place"),
+    ("encoder_block", block_relu_on_sum, "mismatch", "on the residual sum"),
+    ("encoder_block", block_one_layer_norm, "mismatch", "its own LayerNorm"),
+    ("encoder_block", lambda x, *a: block_ok(x, *a)[:, :1], "wrong_shape", "shape of x"),
 ]
 
 
@@ -634,6 +678,9 @@ IN_MODEL_WRONG = [
     ("scaled_dot_product_attention", sdpa_unscaled, "translation", "forgot to divide"),
     ("scaled_dot_product_attention", sdpa_columns, "translation", "`dim=-1`"),
     ("scaled_dot_product_attention", sdpa_no_mask, "translation", "not exactly 0"),
+    ("encoder_block", block_post_ln, "translation", "post-LN"),
+    ("encoder_block", block_no_residual, "translation", "residual connections are left out"),
+    ("encoder_block", block_relu_after_W_2, "translation", "ReLU is in the wrong place"),
 ]
 
 
@@ -648,7 +695,9 @@ def test_in_model_the_reference_translates_as_the_library(name):
     assert "First date that differs" not in result.message
 
 
-@pytest.mark.parametrize("name", ["additive_score", "decode_step", "scaled_dot_product_attention"])
+@pytest.mark.parametrize(
+    "name", ["additive_score", "decode_step", "scaled_dot_product_attention", "encoder_block"]
+)
 def test_in_model_a_students_correct_answer_gives_the_models_accuracy(name):
     result = checks.in_model(name, CORRECT[name])
     assert result.ok, result.message
@@ -702,7 +751,7 @@ def test_in_model_puts_the_library_back_even_after_an_error():
     from attnlab import attention
 
     softmax, sdpa = attention.masked_softmax, attention.scaled_dot_product_attention
-    model = checks._reference("rnnsearch-dates").model
+    model = reference_model("rnnsearch-dates").model
     score, step = model.score, model.step
 
     def breaks_on_the_third_call(*args, calls=[]):  # noqa: B006 - counts calls
@@ -720,12 +769,14 @@ def test_in_model_puts_the_library_back_even_after_an_error():
         assert "inside `" in result.message.lower(), result.message
     assert attention.masked_softmax is softmax and attention.scaled_dot_product_attention is sdpa
     assert model.score is score and model.step == step
+    assert "decode_step" not in vars(model)  # the class's own step again, nothing left over
 
 
 def test_in_model_refuses_to_pass_a_function_the_model_never_called(monkeypatch):
     from contextlib import nullcontext
 
-    monkeypatch.setattr(checks, "_swapped", lambda *a: nullcontext(checks._Counted(dot_ok)))
+    never = nullcontext(inside_models._Student(dot_ok, "rnnsearch-dates"))
+    monkeypatch.setattr(inside_models, "_swapped", lambda *a: never)
     result = checks.in_model("additive_score", additive_ok)
     assert not result.ok and "never called your function" in result.message
 
@@ -758,18 +809,19 @@ def test_questions_accept_the_computed_answer_and_name_typical_wrong_ones():
     assert checks.check_answer("dilated_path", "3").category == "answer_type"
 
 
-def test_the_month_question_is_answered_by_the_models_alpha():
-    from attnlab.decode import decode
-
-    d = decode(checks._reference("rnnsearch-dates").model, checks.MONTH_DATE)
-    t = d.text.index("-") + 1
-    alpha = d.alpha[0, 0, t]  # (n,) when writing the month's first digit
-    best = d.source_tokens[int(alpha.argmax())]
-    assert checks.check_answer("month_attention", best).ok
-    others = {tok for tok in d.source_tokens if tok != best and len(tok) == 1}
-    for tok in others:
-        result = checks.check_answer("month_attention", tok)
-        assert result.category == "wrong_answer" and best not in result.message.split("Not")[1][:4]
+def test_the_padding_question_is_answered_by_the_models_alpha_in_a_padded_batch():
+    tokens, alpha = checks.questions.padded_alpha()  # (T, PAD_TO)
+    real = len(reference_model("rnnsearch-dates").model.source_tokens(checks.PAD_DATE))
+    assert alpha.shape[1] == checks.PAD_TO == len(tokens) and tokens[real:] == ["<pad>"] * (
+        checks.PAD_TO - real
+    )
+    assert (alpha[:, real:] == 0).all() and (alpha[:, :real] > 0).all()  # padding: exactly 0
+    right = checks.PAD_TO - real
+    assert checks.right_answer("padding_zeros") == right == 17
+    assert checks.check_answer("padding_zeros", right).ok
+    for wrong, words in ((real, "real tokens"), (right + 1, "<eos>"), (0, "padding mask")):
+        result = checks.check_answer("padding_zeros", wrong)
+        assert result.category == "wrong_answer" and words in result.message, result.message
 
 
 def test_the_experiment_question_follows_the_students_measurement():
@@ -785,7 +837,7 @@ def test_the_experiment_question_follows_the_students_measurement():
 
 def test_questions_in_solutions_mode_check_the_computed_answer(monkeypatch):
     monkeypatch.setenv(ENV_VAR, "1")
-    for name in ("variance_qk", "dilated_path", "month_attention"):
+    for name in ("variance_qk", "dilated_path", "padding_zeros"):
         assert checks.check_answer(name, ...).ok
     fast, slow = {"accuracy": [0.0, 0.5, 0.9]}, {"accuracy": [0.0, 0.1, 0.8]}
     assert checks.check_answer("faster_score", ..., dot=fast, additive=slow).ok

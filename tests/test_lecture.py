@@ -314,3 +314,38 @@ def test_self_attention_heads_draws_every_head(transformer):
     assert weights.shape[0] == transformer.config.num_heads
     np.testing.assert_allclose(weights.sum(-1), 1.0, atol=1e-5)
     assert _smallest_px(picture) >= typography.MIN_TEXT_PX
+
+
+# ----------------------------------------------------------------------------- cached measurements
+def test_the_cached_head_study_is_what_the_model_measures_now(transformer):
+    cached = lecture.measurements()["head_study"]
+    live = lecture.head_study(attnlab.load(cached["model"]), n=cached["n"])
+    assert live.rows == cached["rows"] and live.header == cached["header"]
+    assert lecture.heads_measured().rows == cached["rows"]
+
+
+def test_the_cached_flops_are_what_the_counter_measures_now():
+    cached = lecture.measurements()["flops_per_step"]
+    for kind, gflop in cached["gflop"].items():
+        assert lecture.flops_per_step(kind, cached["task"], batch=cached["batch"]) == gflop
+
+
+def test_equal_compute_reads_the_cards_and_the_cached_flops():
+    cached = {
+        "flops_per_step": {
+            "task": "reverse",
+            "batch": 2,
+            "gflop": {"rnnencdec": 4.0, "rnnsearch": 2.0},
+        }
+    }
+    table = lecture.equal_compute(cached)
+    enc, search = table.rows
+    assert enc[0] == "rnnenc-reverse" and search[0] == "rnnsearch-reverse"
+    assert enc[2] == "2000" and search[2] == "1000"  # MFLOP per string = 1000 * GFLOP / batch
+    card = json.loads((CHECKPOINT_DIR / "rnnenc-reverse.json").read_text())
+    assert enc[3] == f"{card['steps'] * 4.0 / 1000:.1f}"
+
+
+def test_measurements_name_the_missing_file(tmp_path):
+    with pytest.raises(FileNotFoundError, match="python -m attnlab.lecture"):
+        lecture.measurements(tmp_path / "deck.json")

@@ -159,3 +159,44 @@ def test_table_1_orders_are_the_whole_numbers_they_mean(n, k):
     assert k**value >= n > k ** (value - 1)  # ceil(log_k n), exact (27 = 3^3 gives 3)
     assert value == path_lengths.longest_path("dilated_cnn", n, k)
     assert path_lengths.complexity("self_attention", n, k) == ("O(1)", 1, "1")
+
+
+# --------------------------------------------------------------------------- any dilations
+def reference_reach(n: int, k: int, dilations: list[int]) -> set[tuple[int, int]]:
+    """Nodes the last output reads, walking down by hand: (l, t) reads t, t - d, .., t - (k-1)d."""
+    top = len(dilations)
+    reached = frontier = {(top, n - 1)}
+    for layer in range(top, 0, -1):
+        d = dilations[layer - 1]
+        frontier = {(layer - 1, t - m * d) for _, t in frontier for m in range(k) if t - m * d >= 0}
+        reached = reached | frontier
+    return reached
+
+
+@given(
+    n=st.integers(1, 40),
+    k=st.integers(2, 4),
+    dilations=st.lists(st.integers(1, 9), min_size=1, max_size=4),
+)
+def test_reach_of_a_causal_conv_stack_matches_a_walk_by_hand(n, k, dilations):
+    graph = path_lengths.causal_conv_graph(n, k, dilations)
+    assert graph.layers == len(dilations)
+    assert path_lengths.reach(graph) == reference_reach(n, k, dilations)
+
+
+def test_the_dilated_stack_is_the_causal_conv_graph_with_dilations_k_to_the_l():
+    graph = path_lengths.dependency_graph("dilated_cnn", 27, 3)  # 3 layers: 1, 3, 9
+    same = path_lengths.causal_conv_graph(27, 3, [1, 3, 9])
+    assert sorted(graph.edges) == sorted(same.edges)
+    assert path_lengths.reach(graph) >= {(0, i) for i in range(27)}  # output 27 sees every input
+
+
+def test_the_wavenet_picture_counts_on_the_path_length_graphs(monkeypatch):
+    from attnlab import figures
+
+    calls = []
+    real = path_lengths.reach
+    monkeypatch.setattr(path_lengths, "reach", lambda g, node=None: calls.append(g) or real(g))
+    reached = figures.causal_conv_reach((1, 2, 4, 8), 16)
+    assert len(calls) == 1 and calls[0].k == 2 and calls[0].layers == 4  # one implementation
+    assert reached == reference_reach(16, 2, [1, 2, 4, 8])

@@ -170,14 +170,37 @@ def _heatmap_fig(n_cols: int, n_rows: int, width_px=560, height_px=400):
     return fig, heat
 
 
-def test_heatmap_labels_are_never_below_14_px_fewer_instead():
-    fig, heat = _heatmap_fig(60, 64)
-    px, _ = typography.smallest_text(fig, 560)
-    assert px >= typography.MIN_TEXT_PX
-    xt = [t.get_position()[0] for t in heat.ax.get_xticklabels()]
-    assert 2 < len(xt) < 60 and xt[-1] == 59  # every k-th, and the last one (<eos>)
+def test_heatmap_labels_every_key_and_query_never_thinned():
+    fig, heat = _heatmap_fig(40, 40)  # 40 tokens in 560 x 400 px: labelled, but crowded
+    assert [t.get_text() for t in heat.ax.get_xticklabels()] == [f"{i % 10}" for i in range(40)]
+    assert [t.get_text() for t in heat.ax.get_yticklabels()] == [f"{i % 10}" for i in range(40)]
+    assert typography.smallest_text(fig, 560)[0] >= typography.MIN_TEXT_PX
+    assert heat.crowded
+    rec = heat.record()
+    assert rec["keys_labelled"] == rec["keys"] and rec["crowded"]
+    # heatmap_room says how large the axes must be: given that room, nothing is crowded
+    w, h = heatmaps.heatmap_room(heat.x_labels, heat.y_labels, typography.TYPE.tick)
+    assert h == pytest.approx(40 * heatmaps.LABEL_PITCH * typography.TYPE.tick)
+    fig, heat = _heatmap_fig(40, 40, width_px=int(w / 0.85) + 120, height_px=int(h / 0.8) + 120)
+    assert not heat.crowded
+    fig.canvas.draw()
+    boxes = [t.get_window_extent() for t in heat.ax.get_yticklabels()]
+    assert all(a.y0 >= b.y1 - 0.5 for a, b in zip(boxes, boxes[1:], strict=False))  # apart
     fig, heat = _heatmap_fig(8, 6)
     assert len(heat.ax.get_xticklabels()) == 8 and len(heat.ax.get_yticklabels()) == 6
+    assert not heat.crowded
+
+
+def test_words_turn_upright_where_level_labels_would_touch():
+    words = ["default", "cell", "type", "of", "the", "notebook", "<eos>"]
+    fig, sizes = canvas.slide_figure(400, 300)
+    heat = heatmaps.Heatmap(fig.add_subplot(), sizes=sizes)
+    heat.set_labels(words, ["type", "de", "cellule"])
+    assert {t.get_rotation() for t in heat.ax.get_xticklabels()} == {90.0}
+    fig, sizes = canvas.slide_figure(1200, 300)
+    heat = heatmaps.Heatmap(fig.add_subplot(), sizes=sizes)
+    heat.set_labels(["a", "b", "c"], ["x"])
+    assert {t.get_rotation() for t in heat.ax.get_xticklabels()} == {0.0}
 
 
 def test_timings_ticks_are_the_measured_lengths_and_do_not_overlap():

@@ -27,7 +27,7 @@ def out(**kw):
 """
 
 
-def run(code: str, timeout: float = 180) -> dict:
+def run(code: str, timeout: float = 120) -> dict:
     """Run ``code`` (after PRELUDE) in a fresh interpreter; the dict it passed to out()."""
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     env.pop("ATTNLAB_SOLUTIONS", None)  # the student's mode

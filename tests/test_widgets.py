@@ -614,7 +614,8 @@ def test_score_lab_shows_each_trained_models_alpha_on_the_same_date(lab, score_m
             assert lab.translations[name] == d.text
         heats = record(frame.view.value)["heatmaps"]  # each panel labels every character
         for heat, d in zip(heats, lab.decodings.values(), strict=True):
-            assert heat["keys"] == d.source_tokens and heat["queries"] == d.output_tokens
+            assert heat["keys"] == [typography.literal(s) for s in d.source_tokens]
+            assert heat["queries"] == [typography.literal(s) for s in d.output_tokens]
     check_display(lab, f"ScoreLab: dot, scaled dot, general, additive on {lab.date.value!r}")
 
 

@@ -99,7 +99,7 @@ class ScaledDotScore(nn.Module):
 
 
 class GeneralScore(nn.Module):
-    r"""Luong's "general" score: score(s_t, h_i) = s_t^T W_a h_i (the seed's formula).
+    r"""Luong's "general" score: score(s_{t-1}, h_i) = s_{t-1}^T W_a h_i (the seed's formula).
 
     W_a has shape (d_q, d_k), so queries and keys may have different sizes.
     """
@@ -212,7 +212,7 @@ def attention(
     parameter-free one: "dot", "scaled_dot"), mask broadcastable to (..., m, n).
     Returns ``(context, alpha)``: context (..., m, d_v), alpha (..., m, n).
     """
-    scores = score(query, keys)  # e_{t,i} = score(s_t, h_i): (..., m, n)
+    scores = score(query, keys)  # e_{t,i} = score(s_{t-1}, h_i): (..., m, n)
     alpha = masked_softmax(scores, mask)  # alpha_{t,i} = softmax_i(e_{t,i})
     context = alpha @ values  # c_t = sum_i alpha_{t,i} h_i: (..., m, d_v)
     return context, alpha
@@ -269,7 +269,8 @@ class MultiHeadAttention(nn.Module):
         Q = self.split_heads(self.W_q(query))  # Q W_i^Q for every head: (..., h, m, d_k)
         K = self.split_heads(self.W_k(key))  # K W_i^K: (..., h, n, d_k)
         V = self.split_heads(self.W_v(value))  # V W_i^V: (..., h, n, d_k)
-        heads, self.attn = scaled_dot_product_attention(Q, K, V, mask)  # (..., h, m, d_k)
+        heads, weights = scaled_dot_product_attention(Q, K, V, mask)  # head_i: (..., h, m, d_k)
+        self.attn = weights.detach()  # kept to be read (heatmaps), not to carry gradients
         concat = heads.transpose(-3, -2).flatten(-2)  # Concat(head_1..head_h): (..., m, d_model)
         return self.W_o(concat)  # (..., m, d_model)
 
@@ -424,18 +425,21 @@ def _check_score(score: object, query: Tensor, keys: Tensor) -> None:
         _additive_args(score, query, keys)
 
 
-def _score_fn(score: object) -> ScoreFn:
-    """``score`` as a function: by name ("dot", "scaled_dot") or as given if callable."""
-    if isinstance(score, str):
-        if score in ("dot", "scaled_dot"):
-            return dot_score if score == "dot" else scaled_dot_score
+def _as_score(score: object, query: Tensor, keys: Tensor) -> ScoreFn:
+    """``score`` as given if callable; by name through :data:`SCORES` (weightless ones only)."""
+    if not isinstance(score, str):
+        if not callable(score):
+            raise TypeError(f"score must be a function or a module, got {type(score).__name__}")
+        return score
+    if score not in SCORES:
+        raise ValueError(f"unknown score {score!r}; choose one of {', '.join(SCORES)}")
+    module = SCORES[score](query.shape[-1], keys.shape[-1], keys.shape[-1])
+    if any(True for _ in module.parameters()):  # fresh random weights would mean nothing
         raise ValueError(
-            f"score by name must be 'dot' or 'scaled_dot' (the others have weights: "
-            f"pass GeneralScore(...) or AdditiveScore(...)); got {score!r}"
+            f"a score by name must have no weights; {score!r} has: "
+            f"pass GeneralScore(...) or AdditiveScore(...) instead"
         )
-    if not callable(score):
-        raise TypeError(f"score must be a function or a module, got {type(score).__name__}")
-    return score
+    return module
 
 
 def _returns_scores(score: ScoreFn, target: tuple[int, ...]) -> ScoreFn:
@@ -529,7 +533,7 @@ def _attention_args(
     _check_dtypes(tensors)
     target = _check_sizes(tensors)
     _check_mask(mask, target)
-    score = _score_fn(score)
+    score = _as_score(score, query, keys)
     _check_score(score, query, keys)
     known = isinstance(score, (functools.partial, *_SCORE_MODULES)) or score in _SCORE_FNS
     return query, keys, values, score if known else _returns_scores(score, target), mask

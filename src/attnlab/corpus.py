@@ -34,6 +34,7 @@ import hashlib
 import html
 import io
 import json
+import os
 import re
 import sys
 import time
@@ -45,6 +46,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from attnlab.data import tokenize
+from attnlab.io import write_atomic
 
 __all__ = [
     "LANGS",
@@ -146,8 +148,6 @@ class CatalogError(Exception):
 
 def catalog_dir() -> Path:
     """Where ``make setup`` puts the wheels: ``$ATTNLAB_CATALOGS`` or ``<venv>/catalogs``."""
-    import os
-
     env = os.environ.get("ATTNLAB_CATALOGS")
     return Path(env) if env else Path(sys.prefix) / "catalogs"
 
@@ -458,8 +458,6 @@ def main(argv: list[str] | None = None) -> int:
         print(f"EN->{lang.upper()}: {sum(n.values())} pairs {n} from {b.raw} catalog entries")
     print(f"built in {seconds:.2f} s")
     if not args.no_card:
-        from attnlab.io import write_atomic
-
         buf = io.StringIO(data_card(built, seconds, folder))
         write_atomic(args.card, buf.getvalue())
         print(f"data card -> {args.card}")

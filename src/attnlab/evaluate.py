@@ -90,6 +90,7 @@ class Dictionary:
             if e is not None and p > best.get(e, (0.0, ""))[0]:
                 best[e] = (p, f)
         self.table = {e: f for e, (_, f) in best.items()}
+        self.prob = {e: p for e, (p, _) in best.items()}  # t(table[e] | e)
 
     def __len__(self) -> int:
         return len(self.table)

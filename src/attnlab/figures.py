@@ -36,6 +36,7 @@ from matplotlib.figure import Figure
 from attnlab import deck_pictures, path_lengths, typography
 from attnlab.diagrams import OKABE_ITO as C
 from attnlab.diagrams import Box, arrow, box, canvas, node, path_arrow, text, tint
+from attnlab.experiments import length
 
 __all__ = [
     "FIGURES",
@@ -801,15 +802,10 @@ def seq2seq_attention_length(results: dict | None = None) -> Figure:
     With and without attention, trained on lengths up to 60 and up to 30, drawn by
     :func:`attnlab.deck_pictures.length_figure`.  ``results`` defaults to
     :func:`attnlab.experiments.length.load_results` (the stored results in
-    ``src/attnlab/results/``); raises :class:`FigureUnavailable` when they are not there.
+    ``src/attnlab/results/``); raises :class:`FigureUnavailable` when they are missing or
+    damaged.
     """
     if results is None:
-        try:
-            from attnlab.experiments import length
-        except ModuleNotFoundError as err:
-            if err.name not in ("attnlab.experiments", "attnlab.experiments.length"):
-                raise  # a real bug inside the module: show it
-            raise FigureUnavailable(f"attnlab.experiments.length is not available ({err})") from err
         try:
             results = length.load_results()
         except (FileNotFoundError, ValueError) as err:

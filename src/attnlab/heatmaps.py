@@ -20,7 +20,7 @@ from matplotlib.text import Text
 
 from attnlab.typography import TYPE, TypeSizes, literal
 
-__all__ = ["Heatmap", "still_heatmap", "heatmap_room", "heatmaps_of", "LABEL_PITCH"]
+__all__ = ["Heatmap", "still_heatmap", "heatmap_room", "heatmaps_of", "LABEL_PITCH", "TURNS"]
 
 #: Cell pitch, in tick sizes, at which neighbouring labels (one line each) never touch.
 LABEL_PITCH = 1.1
@@ -31,26 +31,42 @@ def _label_width(label: str, tick: float) -> float:
     return (0.62 * len(label) + 0.3) * tick
 
 
+#: How x labels may stand: all level, the longer ones (more than a character) upright, or all
+#: upright; ``turn=None`` takes the first of them that fits.
+TURNS = (False, "long", True)
+
+
+def _column_pitch(x_shown: Sequence[str], tick: float, turn) -> float:
+    """The smallest distance between columns at which no two neighbouring labels touch."""
+    upright = LABEL_PITCH * tick  # a turned label is one line tall across the column
+
+    def width(label: str) -> float:
+        if turn is True or (turn == "long" and len(label) > 1):
+            return upright
+        return _label_width(label, tick)
+
+    widths = [width(s) for s in x_shown] or [tick]
+    pairs = [(a + b) / 2 for a, b in zip(widths, widths[1:], strict=False)] or widths
+    return max(pairs)
+
+
 def heatmap_room(
     x_labels: Sequence[str],
     y_labels: Sequence[str],
     tick: float = TYPE.tick,
-    turn: bool | None = None,
+    turn: bool | str | None = None,
 ) -> tuple[float, float]:
     """(width, height) of the axes, in the unit of ``tick``, at which every label fits.
 
-    Rows are ``LABEL_PITCH * tick`` apart at least; columns too when their labels are turned
-    upright, else wide enough for two neighbouring labels to share the gap (``turn=None``:
-    the smaller of the two).  Size a picture so that its heatmap gets at least this much room
-    (or split it): the labels are never thinned.
+    Rows are ``LABEL_PITCH * tick`` apart at least; columns as far apart as their labels need
+    standing as ``turn`` says (:data:`TURNS`; ``None``: the way that needs the least room).
+    Size a picture so that its heatmap gets at least this much room (or split it): the labels
+    are never thinned.
     """
     x_shown = [literal(s) for s in x_labels]
-    upright = LABEL_PITCH * tick
-    widths = [_label_width(s, tick) for s in x_shown] or [tick]
-    pairs = [(a + b) / 2 for a, b in zip(widths, widths[1:], strict=False)] or widths
-    level = max(max(pairs), upright)
-    col = upright if turn else level if turn is False else min(upright, level)
-    return len(x_shown) * col, len(y_labels) * upright
+    turns = TURNS if turn is None else (turn,)
+    col = min(_column_pitch(x_shown, tick, t) for t in turns)
+    return len(x_shown) * col, len(y_labels) * LABEL_PITCH * tick
 
 
 def _labels_shown(ax, which: str) -> list[str]:
@@ -168,8 +184,9 @@ class Heatmap:
         too small for them (:func:`heatmap_room`: make the picture larger, or split it).  With
         ``reveal_rows`` a row's y label appears only once the row holds data (decoding: the
         output token is not known before its step).  Labels are shown literally
-        (:func:`literal`) unless ``mathtext`` is True.  ``turn``: x labels upright (True) or
-        level (False); by default words are turned where they would touch.
+        (:func:`literal`) unless ``mathtext`` is True.  ``turn``: x labels upright (True),
+        level (False) or the longer ones upright ("long"); by default the first of these that
+        fits (:data:`TURNS`).
         """
         self.x_labels, self.y_labels = [str(s) for s in x_labels], [str(s) for s in y_labels]
         self.reveal_rows = reveal_rows
@@ -184,12 +201,16 @@ class Heatmap:
         y_shown = self.y_labels if mathtext else [literal(s) for s in self.y_labels]
         width_pt, height_pt = self._axes_points()
         tick = self.sizes.tick
-        if turn is None:  # labels whose neighbours would touch when level: turn them upright
-            level, _ = heatmap_room(x_shown, y_shown, tick, turn=False)
-            turn = level > width_pt
+        if turn is None:  # level where they fit, else the long ones upright, else all
+            fits = [t for t in TURNS if len(x_shown) * _column_pitch(x_shown, tick, t) <= width_pt]
+            turn = fits[0] if fits else min(TURNS, key=lambda t: _column_pitch(x_shown, tick, t))
         need_w, need_h = heatmap_room(x_shown, y_shown, tick, turn=turn)
         self.crowded = need_w > width_pt * 1.001 or need_h > height_pt * 1.001
-        self.ax.set_xticks(range(len(x_shown)), x_shown, rotation=90 if turn else 0)
+        self.ax.set_xticks(range(len(x_shown)), x_shown, rotation=0)
+        ticks = self.ax.xaxis.get_major_ticks(len(x_shown))  # made now: each keeps its turn
+        for tick_, text in zip(ticks, x_shown, strict=True):
+            upright = turn is True or (turn == "long" and len(text) > 1)
+            tick_.label1.set_rotation(90 if upright else 0)
         self.ax.set_yticks(range(len(y_shown)), y_shown)
         self.ax.tick_params(labelsize=tick)
         for text in self._row_texts.values():

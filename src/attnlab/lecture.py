@@ -7,19 +7,33 @@ drawn through :mod:`attnlab.canvas` (Agg canvases, no pyplot) with the lecture's
 
 from __future__ import annotations
 
+import argparse
 import ast
 import html
 import inspect
+import json
 import textwrap
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 import torch
+from pygments import highlight
+from pygments.formatters import HtmlFormatter
+from pygments.lexers import PythonLexer
+from torch.utils.flop_counter import FlopCounterMode
 
 from . import attention as A
-from . import canvas, deck_pictures, heatmaps
+from . import canvas, deck_pictures, heatmaps, load
+from .batches import encode_pairs, evaluate, take
+from .checkpoints import CHECKPOINT_DIR, available, read_card
+from .data import get_task, tokenize
+from .decode import decode, greedy
+from .experiments.language import load_results
+from .io import write_atomic
+from .recipes import default_configs, new_model
 
 __all__ = [
     "Table",
@@ -42,6 +56,11 @@ __all__ = [
     "flops_per_step",
     "teacher_forcing",
     "head_study",
+    "MEASUREMENTS_FILE",
+    "measure",
+    "measurements",
+    "equal_compute",
+    "heads_measured",
 ]
 
 
@@ -84,9 +103,6 @@ class Source:
     code: str
 
     def _repr_html_(self) -> str:
-        from pygments import highlight
-        from pygments.formatters import HtmlFormatter
-        from pygments.lexers import PythonLexer
 
         body = highlight(self.code, PythonLexer(), HtmlFormatter(noclasses=True, style="default"))
         title = f"<div class='attnlab-source-name'>{html.escape(self.name)}</div>"
@@ -173,7 +189,6 @@ def count_parameters(model: torch.nn.Module) -> int:
 
 def _card(name: str) -> dict:
     """A shipped model's card (JSON), read without loading its weights."""
-    from .checkpoints import CHECKPOINT_DIR, available, read_card
 
     if name not in available():
         raise ValueError(f"unknown model {name!r}; choose one of {', '.join(available())}")
@@ -220,8 +235,6 @@ def reverse_demo(names: Sequence[str], lengths: Sequence[int], seed: int = 0) ->
     A right answer shows as a tick; a wrong one shows how many digits it got wrong, then the
     model's output, so the failure is visible without comparing long strings by eye.
     """
-    from . import load
-
     rng = np.random.default_rng(seed)
     models = [load(n) for n in names]
     rows = []
@@ -319,7 +332,6 @@ def causal_demo(mask: torch.Tensor | None = None, n: int = 6, d_k: int = 8, seed
 
 def head_grid(model, text: str) -> Picture:
     """Cross-attention of every layer and head of the Transformer on ``text`` (``deck_pictures``)."""
-    from .decode import decode
 
     result = decode(model, text)
     layers, heads = result.alpha.shape[:2]
@@ -419,8 +431,6 @@ def alignment_failure(model, length: int = 45, seed: int = 0) -> Picture:
     For reversal, output digit t (1-based) should attend to source digit n + 1 - t: the
     dotted line.  The red line marks the first wrong output digit.
     """
-    from .decode import decode
-
     rng = np.random.default_rng(seed)
     digits = "".join(rng.choice(list("0123456789"), size=length))
     result = decode(model, digits)
@@ -513,12 +523,6 @@ def flops_per_step(kind: str, task: str = "reverse", batch: int = 128, seed: int
     examples of ``task`` (the shipped recipe's sizes), so two designs can be compared at equal
     compute rather than equal steps or equal wall-clock time.
     """
-    from torch.utils.flop_counter import FlopCounterMode
-
-    from .batches import encode_pairs, take
-    from .data import get_task
-    from .recipes import default_configs, new_model
-
     torch.manual_seed(seed)
     t = get_task(task)
     train = default_configs(kind, t.name)[1]
@@ -562,15 +566,17 @@ def teacher_forcing(model, text: str, target: str) -> Table:
     its own previous outputs, so output t needs output t-1: T passes.  The passes are counted
     with a hook on the model's output layer, not assumed.
     """
-    from .decode import _evaluating, greedy
-
     prepared = model.prepare(text)
     src = model.source_ids(prepared)  # (1, n)
     vocab = model.tgt_vocab
     y = vocab.encode(target)  # the true y_1..y_T (without <eos>)
     tgt_in = torch.tensor([[vocab.sos, *y]])  # shifted right: <s>, y_1, ..., y_T
-    with _evaluating(model), _Calls(model.out) as forced_calls:
-        logits = model(src, torch.tensor([src.shape[1]]), tgt_in)  # all positions: (1, T+1, V)
+    training, _ = model.training, model.eval()  # no dropout while we look
+    try:
+        with torch.no_grad(), _Calls(model.out) as forced_calls:
+            logits = model(src, torch.tensor([src.shape[1]]), tgt_in)  # all at once: (1, T+1, V)
+    finally:
+        model.train(training)
     predicted = logits[0].argmax(-1).tolist()  # y_t predicted at each position
     with _Calls(model.out) as decoding:
         ids = greedy(model, src)[0]
@@ -622,9 +628,6 @@ def head_study(model, n: int = 300, seed: int = 4_000_000) -> Table:
     how often the heads of the last cross-attention put their strongest weight on different
     source positions.
     """
-    from .batches import evaluate
-    from .data import get_task
-
     task = get_task(model.card["task"])
     pairs = task.make(n, seed=seed)
     h = model.config.num_heads
@@ -667,8 +670,6 @@ def alignment_picture(model, text: str, title: str = "", layer: int | None = Non
     RNN models have one alpha; for the Transformer the cross-attention of ``layer`` (default:
     the last), mean over its heads.  Row t is alpha_{t,1..n} (t and i 1-based on the slide).
     """
-    from .decode import decode
-
     result = decode(model, text)
     alpha = result.alpha[-1 if layer is None else layer].mean(axis=0)  # (T, n)
     x, y = result.source_tokens, result.output_tokens
@@ -701,8 +702,6 @@ def self_attention_heads(model, text: str, layer: int = 0) -> Picture:
 
 
 def _language_results() -> dict:
-    from .experiments.language import load_results
-
     return load_results()
 
 
@@ -713,9 +712,6 @@ def held_out_example(model, example: dict, what: str = "", layer: int | None = N
     ``layer``, mean over the heads or ``head``); its title says it is held out and whether the
     live output equals the reference, word for word (``what`` goes in front).
     """
-    from .data import tokenize
-    from .decode import decode
-
     result = decode(model, example["source"])
     right = tokenize(result.text) == tokenize(example["reference"])
     title = f"{what}held-out test string, output {'= reference' if right else '≠ reference'}"
@@ -809,3 +805,79 @@ def alpha_and_occlusion(example: dict, agreement: float) -> Picture:
         f"is the most costly word at {agreement:.0%} of the steps"
     )
     return Picture(fig, summary, {"alpha": alpha, "drop": drop})
+
+
+# --------------------------------------------------------------------------- cached measurements
+#: The deck's slow measurements (seconds each), measured by ``python -m attnlab.lecture`` and
+#: read by the deck, so that Run-All stays within its 20 s; tests/test_lecture.py checks that
+#: they are what the functions above measure now.
+MEASUREMENTS_FILE = Path(__file__).resolve().parent / "results" / "deck.json"
+COMPARED = ("rnnencdec", "rnnsearch")  # the length experiment's two designs
+HEAD_STUDY = {"model": "transformer-dates", "n": 200}
+
+
+def measure() -> dict:
+    """Run the slow measurements the deck shows: FLOPs per training step, the head study."""
+    flops = {kind: flops_per_step(kind, "reverse", batch=128) for kind in COMPARED}
+    model = load(HEAD_STUDY["model"])
+    heads = head_study(model, n=HEAD_STUDY["n"])
+    return {
+        "flops_per_step": {"task": "reverse", "batch": 128, "gflop": flops},
+        "head_study": {**HEAD_STUDY, "header": heads.header, "rows": heads.rows},
+    }
+
+
+def measurements(path: Path | str | None = None) -> dict:
+    """The cached measurements (``src/attnlab/results/deck.json``)."""
+    path = Path(path) if path is not None else MEASUREMENTS_FILE
+    try:
+        return json.loads(path.read_text())
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{path} is missing: run `python -m attnlab.lecture`") from None
+
+
+def equal_compute(cached: dict | None = None) -> Table:
+    """The length experiment's two models: compute per step (cached FLOPs), steps, time."""
+    flops = (cached or measurements())["flops_per_step"]
+    rows = []
+    for kind, name in zip(COMPARED, ("rnnenc-reverse", "rnnsearch-reverse"), strict=True):
+        card = _card(name)
+        gflop = flops["gflop"][kind]
+        rows.append(
+            [
+                name,
+                f"{card['parameters']:,}",
+                f"{1000 * gflop / flops['batch']:.0f}",
+                f"{card['steps'] * gflop / 1000:.1f}",
+                f"{card['train_seconds'] / 60:.0f} min",
+            ]
+        )
+    return Table(
+        ["model", "parameters", "MFLOP per string", "PFLOP in training", "wall-clock"],
+        rows,
+        caption=f"{card['steps']} steps of {card['train']['batch_size']} strings each; FLOPs "
+        "counted by torch (forward and backward)",
+    )
+
+
+def heads_measured(cached: dict | None = None) -> Table:
+    """The head study of ``transformer-dates`` as cached by :func:`measure`."""
+    heads = (cached or measurements())["head_study"]
+    caption = f"{heads['model']}: exact match on {heads['n']} fresh held-out dates"
+    return Table(heads["header"], heads["rows"], caption=caption)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m attnlab.lecture", description="Measure what the deck shows (cached)."
+    )
+    parser.add_argument("--out", type=Path, default=MEASUREMENTS_FILE, help="the JSON file")
+    args = parser.parse_args(argv)
+    torch.set_num_threads(1)
+    write_atomic(args.out, json.dumps(measure(), indent=1, ensure_ascii=False) + "\n")
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -168,6 +168,10 @@ class LanguageRecipe:
     word_dropout: float = 0.1  # each input word (source and decoder input) -> <unk> with this p
     weight_decay: float = 1e-4
     src_min_count: int = 2  # English words seen fewer times are read as <unk>
+    # Also train on the word-by-word dictionary learned from the training split (one
+    # (English word, its most probable translation) pair per word seen >= lexicon_min times
+    # with t(f|e) >= 0.5; 0: no): the lexicon is what a few thousand strings teach slowly.
+    lexicon_min: int = 2
     tgt_min_count: int = 1
     seed: int = 0
     threads: int = 1

@@ -36,6 +36,8 @@ from __future__ import annotations
 import contextlib
 import io
 import signal
+import sys
+import sysconfig
 import threading
 import time
 import traceback
@@ -160,34 +162,66 @@ def _can_alarm() -> bool:
     return hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
 
 
-class _Timer:
-    fired = False
+#: Where the library, the standard library and the installed packages live: the time budget
+#: never raises in their code (only in the student's), so that their clean-up always runs.
+_SAFE_DIRS = tuple(
+    {
+        str(Path(attnlab.attention.__file__).resolve().parent),
+        str(Path(sysconfig.get_paths()["stdlib"]).resolve()),
+        str(Path(sysconfig.get_paths()["purelib"]).resolve()),
+        str(Path(torch.__file__).resolve().parents[1]),
+    }
+)
 
 
-@contextlib.contextmanager
-def alarm(seconds: float) -> Iterator[_Timer]:
-    """Raise :class:`OutOfTime` in the code run inside the block after ``seconds`` (and every
-    :data:`RING_AGAIN_S` after that, until the block ends); ``timer.fired`` says it rang."""
-    timer = _Timer()
-    if not _can_alarm():
-        yield timer
-        return
+class alarm:  # noqa: N801 - used as a function: `with alarm(seconds) as timer:`
+    """Raise :class:`OutOfTime` in the code run inside the block after ``seconds`` (and again
+    every :data:`RING_AGAIN_S`, and at every line of the student's code, until the block ends:
+    a function that catches OutOfTime in a loop is stopped all the same); ``.fired`` says it
+    rang.  A class, not a generator: no frame of its own code can be interrupted."""
 
-    def ring(signum, frame):
-        timer.fired = True
-        signal.setitimer(signal.ITIMER_REAL, RING_AGAIN_S)
-        raise OutOfTime(seconds)
+    def __init__(self, seconds: float):
+        self.seconds, self.fired, self.active = seconds, False, False
 
-    previous = signal.signal(signal.SIGALRM, ring)
-    outer, _ = signal.setitimer(signal.ITIMER_REAL, max(seconds, 1e-3))
-    start = time.monotonic()
-    try:
-        yield timer
-    finally:
+    def __enter__(self) -> alarm:
+        if not _can_alarm():
+            return self
+        self.active = True
+        self.previous = signal.signal(signal.SIGALRM, self._ring)
+        self.tracing = sys.gettrace()
+        self.outer, _ = signal.setitimer(signal.ITIMER_REAL, max(self.seconds, 1e-3))
+        self.start = time.monotonic()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if not self.active:
+            return
         signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
-        if outer:  # an enclosing alarm keeps what is left of its time
-            signal.setitimer(signal.ITIMER_REAL, max(outer - (time.monotonic() - start), 1e-3))
+        self.active = False
+        if self.fired:
+            sys.settrace(self.tracing)
+        signal.signal(signal.SIGALRM, self.previous)
+        if self.outer:  # an enclosing alarm keeps what is left of its time
+            left = self.outer - (time.monotonic() - self.start)
+            signal.setitimer(signal.ITIMER_REAL, max(left, 1e-3))
+
+    def _ring(self, signum, frame) -> None:
+        if not self.active:
+            return
+        self.fired = True
+        signal.setitimer(signal.ITIMER_REAL, RING_AGAIN_S)
+        sys.settrace(self._trace)
+        while frame is not None:
+            frame.f_trace, frame.f_trace_lines = self._trace, True
+            frame = frame.f_back
+        raise OutOfTime(self.seconds)
+
+    def _trace(self, frame, event, arg):
+        if not self.active:
+            return None
+        if event == "line" and not frame.f_code.co_filename.startswith(_SAFE_DIRS):
+            raise OutOfTime(self.seconds)  # a line of the student's code, after the budget
+        return self._trace
 
 
 # --------------------------------------------------------------------------- printed output

@@ -16,11 +16,13 @@ the command line that saves checkpoints (``python -m attnlab.cli``) in :mod:`att
 
 from __future__ import annotations
 
+import sys
 import time
 from dataclasses import asdict, dataclass, replace
 
 import torch
 from torch import nn
+from tqdm.auto import tqdm  # its notebook bar in a kernel, its terminal bar elsewhere
 
 from attnlab.batches import encode_pairs, evaluate, take
 from attnlab.data import Task, get_task
@@ -73,12 +75,10 @@ def fit(
 
 # --------------------------------------------------------------------------- showing progress
 def _in_notebook() -> bool:
-    try:
-        from IPython import get_ipython
-    except ImportError:
-        return False
-    ip = get_ipython()
-    return ip is not None and getattr(ip, "kernel", None) is not None
+    """True inside a Jupyter kernel (which has always imported IPython: no import here)."""
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython is not None else None
+    return shell is not None and getattr(shell, "kernel", None) is not None
 
 
 @dataclass
@@ -96,8 +96,6 @@ class _Progress:
         title = f"{model.kind} on {task.name}"
         bar = None
         if progress:
-            from tqdm.auto import tqdm  # tqdm picks its notebook or terminal bar at import
-
             bar = tqdm(total=cfg.max_steps, desc=title, unit="step", mininterval=1.0)
         return cls(LivePlot(title) if plot else None, bar)
 

@@ -62,12 +62,12 @@ class LivePlot:
     """A :class:`TrainingPlot` shown in a notebook and updated in place (``train.fit`` uses it)."""
 
     def __init__(self, title: str):
-        from IPython.display import Image as IPImage
-        from IPython.display import display
+        # Only in a notebook: the command line (attnlab.cli -> train) never loads IPython.
+        from IPython import display as ipython
 
         self.plot = TrainingPlot(title)
-        self._Image = IPImage
-        self.handle = display(IPImage(data=self.plot.png()), display_id=True)
+        self._Image = ipython.Image
+        self.handle = ipython.display(ipython.Image(data=self.plot.png()), display_id=True)
 
     def add_loss(self, step: int, loss: float, redraw_every: int = 10) -> None:
         """Record one step's loss; redraw every few steps (a redraw costs ~50 ms)."""

@@ -124,7 +124,8 @@ def text_sizes(fig: Figure, shown_width_px: float, draw: bool = True) -> list[tu
             continue
         if id(t) in every and id(t) not in shown:
             continue
-        out.append((shown_px(t.get_fontsize(), width, shown_width_px), t.get_text()))
+        px = round(shown_px(t.get_fontsize(), width, shown_width_px), 6)  # no 17.999999
+        out.append((px, t.get_text()))
     return out
 
 

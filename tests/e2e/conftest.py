@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import os
 import secrets
-import shutil
 import signal
 import socket
 import subprocess
@@ -31,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from slides import SERVED
+import slides
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = os.environ.get("ATTNLAB_CHROMIUM", "/usr/bin/chromium")
@@ -86,14 +85,7 @@ def free_port() -> int:
 
 
 def copy_served_tree(root: Path) -> None:
-    for rel in SERVED:
-        src = ROOT / rel
-        if src.exists():
-            shutil.copytree(
-                src,
-                root / rel,
-                ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"),
-            )
+    slides.copy_served(root)
 
 
 def lab_command(port: int, token: str, root: Path) -> list[str]:

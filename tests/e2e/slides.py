@@ -12,6 +12,11 @@ On every slide and fragment step the walk
 * measures the fit: the bounding boxes of every shown cell's input, outputs and markdown (and
   of everything inside them) in the present slide must end inside the 1280x720 screen,
 * looks for test scaffolding (``# NBVAL_IGNORE_OUTPUT`` and the like) in the shown text,
+* measures the type: the computed font-size of every shown text of every cell (markdown
+  >= 24 px, code >= 20 px, anything else a cell shows, widgets included, >= 18 px), and of
+  every shown picture: the smallest text it draws (its PNG's record, or its figure in
+  :mod:`attnlab.figures`) times the width the browser shows it at over its own width, and
+  every key and query of each heatmap in it labelled (up to 40 tokens),
 * moves each widget control the first time it shows: in the slideshow every slider, several
   times, timing release-to-new-picture; in the export every slider, checkbox and toggle button
   once, checking that the picture changes.
@@ -19,6 +24,10 @@ On every slide and fragment step the walk
 
 from __future__ import annotations
 
+import base64
+import functools
+import hashlib
+import io
 import json
 import re
 import statistics
@@ -35,6 +44,9 @@ DECK = "notebooks/07_attention.ipynb"
 FIXTURE = "tests/e2e/fixtures/mini_deck.ipynb"
 # Copied into the test server's root (relative paths kept: the deck loads ../pics/*.png).
 SERVED = ["notebooks", "pics", "tests/e2e/fixtures"]
+# The slideshow's style sheet (RISE loads rise.css beside the notebook; the export inlines it),
+# copied beside the fixture deck too: it is tested with the lecture's type sizes.
+RISE_CSS = "notebooks/rise.css"
 ARTIFACTS = ROOT / "artifacts"
 # Screenshots of every slide: artifacts/slides/<deck name>[-html]/ (git-ignored).
 SLIDES_ARTIFACTS = ARTIFACTS / "slides"
@@ -59,6 +71,10 @@ SCAFFOLDING = re.compile(
     r"|#\s*pragma:\s*no\s*cover|ATTNLAB_SOLUTIONS"
 )
 
+# The readable type at 1280x720 (issue 16), in CSS px as the browser computes them.
+MIN_MARKDOWN_PX, MIN_CODE_PX, MIN_TEXT_PX = 24.0, 20.0, 18.0
+MAX_LABELLED_TOKENS = 40  # heatmaps up to this many keys or queries label every one
+
 LATENCY_MOVES = 5  # slider moves timed per slider in the slideshow
 LATENCY_TARGET_MS = 100.0  # the issue's target for the median (benchmarks print the verdict)
 FIT_TOLERANCE_PX = 1.0  # sub-pixel rounding of the layout
@@ -72,6 +88,8 @@ class Deck:
     overflows: tuple[tuple[str, str], ...] = ()  # (slide title, "bottom" | "right")
     scaffolding: tuple[str, ...] = ()  # slide titles that show test markers
     dead_offline: tuple[str, ...] = ()  # regexes on the source: widgets drawn by the kernel
+    small_type: tuple[str, ...] = ()  # slide titles with text below its minimum size
+    bad_pictures: tuple[str, ...] = ()  # slide titles with a picture too small or unlabelled
     # How many widget cells have a slider, checkbox or toggle (None: at least one, when the
     # deck has widget cells; a widget may have only a text box or a dropdown).
     controlled_widgets: int | None = None
@@ -93,9 +111,26 @@ MINI = Deck(
     r"fixture-(?:stepper|explorer)",
     overflows=(("Too tall for the screen", "bottom"), ("Too wide for the screen", "right")),
     scaffolding=("Too tall for the screen",),
+    small_type=("Too small to read",),
+    bad_pictures=("A picture shown too small",),
     dead_offline=(r"fixture-explorer",),
     controlled_widgets=2,
 )
+
+
+def copy_served(root: Path) -> None:
+    """Copy SERVED into ``root`` (relative paths kept), with rise.css beside the fixture."""
+    import shutil
+
+    for rel in SERVED:
+        if (ROOT / rel).exists():
+            shutil.copytree(
+                ROOT / rel,
+                root / rel,
+                ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"),
+                dirs_exist_ok=True,
+            )
+    shutil.copy2(ROOT / RISE_CSS, root / Path(FIXTURE).parent / "rise.css")
 
 
 # ---------------------------------------------------------------------------- the notebook
@@ -213,6 +248,75 @@ FIT_JS = f"""
     }}
   }});
   return found;
+}}
+"""
+
+# The type of the present slide: every shown text of its cells (speaker notes and formulas
+# left out), as the browser computes it, below the minimum for its kind: code (cell inputs,
+# text outputs, the library's source, a code block in markdown), markdown, or anything else a
+# cell shows (HTML tables, widgets: labels, readouts, buttons, boxes).  One entry per kind and size, with an example.
+TYPE_JS = f"""
+(mins) => {{
+  const p = {_SLIDE};
+  if (!p) return [];
+  const shown = {_SHOWN};
+  const math = 'mjx-container, .MathJax, .MathJax_CHTML, .MathJax_Preview, .MJX_Assistive_MathML, '
+    + 'script, style';
+  const code = '.jp-InputArea-editor, .jp-OutputArea-output pre, .jp-RenderedText, '
+    + '.attnlab-source, .jp-RenderedMarkdown pre';
+  const found = {{}};
+  for (const cell of p.querySelectorAll('.jp-Cell')) {{
+    if (cell.closest('aside.notes') || !shown(cell)) continue;
+    const walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
+    for (let n = walker.nextNode(); n; n = walker.nextNode()) {{
+      const el = n.parentElement;
+      const text = n.textContent.replace(/[\\s\\u00b6\\u200b]+/g, ' ').trim();
+      if (!text || el.closest(math) || el.closest('.jp-InputPrompt, .jp-OutputPrompt')) continue;
+      const box = el.getBoundingClientRect();
+      if (box.width === 0 || box.height === 0 || !shown(el)) continue;
+      const kind = el.closest(code) ? 'code'
+        : el.closest('.jp-RenderedMarkdown') ? 'markdown' : 'other';
+      const size = parseFloat(getComputedStyle(el).fontSize);
+      if (size + 0.01 >= mins[kind]) continue;
+      const key = kind + ' ' + size;
+      if (!found[key]) found[key] = {{kind, size, min: mins[kind], text: text.slice(0, 40)}};
+    }}
+  }}
+  return Object.values(found);
+}}
+"""
+
+# The pictures shown on the present slide: digest of their bytes, their own width and the
+# width the browser shows them at; the bytes too (base64) of those whose digest is not in
+# ``seen`` (each picture is read once per walk).
+PICTURES_JS = f"""
+async (seen) => {{
+  const p = {_SLIDE};
+  if (!p) return [];
+  const shown = {_SHOWN};
+  const out = [];
+  for (const img of p.querySelectorAll('.jp-Cell img')) {{
+    if (img.closest('aside.notes') || !shown(img) || !img.naturalWidth) continue;
+    const box = img.getBoundingClientRect();
+    if (box.width === 0) continue;
+    let digest = 'unreadable', data = null;
+    try {{
+      const bytes = await (await fetch(img.src)).arrayBuffer();
+      const hash = await crypto.subtle.digest('SHA-1', bytes);
+      digest = Array.from(new Uint8Array(hash)).map(b => b.toString(16).padStart(2, '0')).join('');
+      if (!seen.includes(digest)) {{
+        let s = '';
+        const u = new Uint8Array(bytes);
+        for (let i = 0; i < u.length; i += 0x8000) {{
+          s += String.fromCharCode(...u.subarray(i, i + 0x8000));
+        }}
+        data = btoa(s);
+      }}
+    }} catch (e) {{ digest = 'unreadable: ' + e; }}
+    out.push({{digest, data, natural: img.naturalWidth, shown: box.width,
+              src: img.src.startsWith('data:') ? 'data: URL' : img.src.slice(0, 80)}});
+  }}
+  return out;
 }}
 """
 
@@ -455,6 +559,11 @@ class Walk:
     overflows: dict[int, Overflow] = field(default_factory=dict)
     scaffolding: dict[int, tuple[dict, set[str]]] = field(default_factory=dict)
     controls: list[Control] = field(default_factory=list)
+    # slide index -> (the slide, problems): text too small, pictures too small or unlabelled
+    small_type: dict[int, tuple[dict, list[str]]] = field(default_factory=dict)
+    bad_pictures: dict[int, tuple[dict, list[str]]] = field(default_factory=dict)
+    records: dict[str, dict | None] = field(default_factory=dict)  # digest -> its record
+    pictures_checked: int = 0
 
     def overflow_report(self) -> str:
         if not self.overflows:
@@ -700,6 +809,91 @@ def check_step(page, walk: Walk, state: dict, label: str = "") -> None:
     markers = set(SCAFFOLDING.findall(page.evaluate(SHOWN_TEXT_JS)))
     if markers:
         walk.scaffolding.setdefault(state["index"], (state, set()))[1].update(markers)
+    check_type(page, walk, state, where)
+    check_pictures(page, walk, state, where)
+
+
+def check_type(page, walk: Walk, state: dict, where: str) -> None:
+    """Every shown text of the present step at least its kind's size (TYPE_JS)."""
+    mins = {"markdown": MIN_MARKDOWN_PX, "code": MIN_CODE_PX, "other": MIN_TEXT_PX}
+    for t in page.evaluate(TYPE_JS, mins):
+        line = f"{where}: {t['kind']} text at {t['size']:g} px (< {t['min']:g}): {t['text']!r}"
+        found = walk.small_type.setdefault(state["index"], (state, []))[1]
+        if line not in found:
+            found.append(line)
+
+
+@functools.cache
+def _figure_pictures() -> dict[str, str]:
+    """SHA-1 of each picture in pics/ -> the name of the figure that draws it."""
+    return {
+        hashlib.sha1(path.read_bytes()).hexdigest(): path.stem
+        for path in (ROOT / "pics").glob("*.png")
+    }
+
+
+def picture_record(data: bytes) -> dict | None:
+    """What a picture draws, in its own pixels: its PNG's record (attnlab.canvas.png_bytes),
+    or, for a picture of pics/, the record of the figure that draws it (attnlab.figures);
+    None when neither says."""
+    from PIL import Image
+
+    from attnlab import typography
+
+    image = Image.open(io.BytesIO(data))
+    text = getattr(image, "text", {}).get(typography.RECORD_KEY)
+    if text:
+        return json.loads(text)
+    name = _figure_pictures().get(hashlib.sha1(data).hexdigest())
+    if name is None:
+        return None
+    from attnlab import figures, heatmaps
+
+    fig = figures.FIGURES[name]()
+    sizes = typography.text_sizes(fig, image.width)  # at the PNG's own width
+    px, text = min(sizes) if sizes else (0.0, "")
+    hm = [h.record() for h in heatmaps.heatmaps_of(fig)]
+    return {"min_text_px": px, "min_text": text[:40], "heatmaps": hm}
+
+
+def picture_problems(record: dict | None, shown: float, natural: float) -> list[str]:
+    """Why a picture shown ``shown`` px wide (its own width ``natural``) does not read."""
+    if record is None:
+        return ["a picture that records neither its type nor its figure"]
+    problems = []
+    px = record["min_text_px"] * shown / natural
+    if record["min_text_px"] and px < MIN_TEXT_PX - 0.05:
+        problems.append(
+            f"text {px:.1f} px tall (< {MIN_TEXT_PX:g}): {record['min_text']!r}, the picture "
+            f"shown {shown:.0f} px wide, drawn {natural:.0f}"
+        )
+    for heat in record["heatmaps"]:
+        keys, queries = heat["keys"], heat["queries"]
+        if max(len(keys), len(queries)) > MAX_LABELLED_TOKENS:
+            continue
+        missing = [k for k in keys if k not in heat["keys_labelled"]]
+        missing += [q for q in queries if q not in heat["queries_labelled"]]
+        if missing or len(heat["keys_labelled"]) < len(keys):
+            problems.append(f"a heatmap of {len(queries)}x{len(keys)} tokens leaves "
+                            f"{len(missing)} unlabelled: {missing[:5]}")  # fmt: skip
+        elif heat["crowded"]:
+            problems.append(f"a heatmap of {len(queries)}x{len(keys)} tokens too small for "
+                            "its labels (they touch)")  # fmt: skip
+    return problems
+
+
+def check_pictures(page, walk: Walk, state: dict, where: str) -> None:
+    """Every shown picture of the present step reads from the back (picture_problems)."""
+    for pic in page.evaluate(PICTURES_JS, list(walk.records)):
+        if pic["data"] is not None:
+            walk.records[pic["digest"]] = picture_record(base64.b64decode(pic["data"]))
+        walk.pictures_checked += 1
+        for problem in picture_problems(walk.records.get(pic["digest"]), pic["shown"],
+                                        pic["natural"]):  # fmt: skip
+            line = f"{where}: {problem} ({pic['src']})"
+            found = walk.bad_pictures.setdefault(state["index"], (state, []))[1]
+            if line not in found:
+                found.append(line)
 
 
 def check_formulas_and_notes(page, walk: Walk, state: dict, flat: int) -> None:
@@ -850,6 +1044,34 @@ def control_problems(result: Walk, deck: Deck, live: bool) -> list[str]:
         elif not on_purpose and not c.changed:
             problems.append(f"{name}: {c.problem or 'the picture did not change'}")
     return problems
+
+
+def readability_problems(result: Walk, deck: Deck) -> list[str]:
+    """Text or pictures too small, heatmaps unlabelled, where the deck is not built to have
+    them; and each slide built to have them that the checks did not catch."""
+    problems = []
+    for found, expected, what in (
+        (result.small_type, deck.small_type, "text too small"),
+        (result.bad_pictures, deck.bad_pictures, "a picture that does not read"),
+    ):
+        for slide, lines in found.values():
+            if slide["title"] not in expected:
+                problems.append(where_slide(slide) + ":\n    " + "\n    ".join(lines[:8]))
+        seen = {slide["title"] for slide, _ in found.values()}
+        problems += [f"{t!r} is built to show {what}; the check found none"
+                     for t in expected if t not in seen]  # fmt: skip
+    if not result.pictures_checked and (deck.bad_pictures or deck.expected_widgets()):
+        problems.append("no picture was measured on any slide")
+    return problems
+
+
+def readability_report(result: Walk) -> str:
+    lines = [f"{result.pictures_checked} pictures measured"]
+    for found in (result.small_type, result.bad_pictures):
+        for slide, problems in found.values():
+            lines.append(where_slide(slide))
+            lines.extend(f"    {p}" for p in problems)
+    return "\n".join(lines) + "\n"
 
 
 def save_report(path: Path, text: str) -> None:

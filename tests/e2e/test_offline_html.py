@@ -12,6 +12,9 @@ request that is not file:// blocked, and one walk through it (slides.walk) serve
 * ``test_offline_sliders_change_the_picture``: every slider, checkbox and toggle button of
   every widget, moved with the mouse, changes the widget's picture with no kernel
   (pre-rendered frames linked in the browser);
+* ``test_offline_html_reads_from_the_back``: the type sizes measured in the browser (markdown
+  >= 24 px, code >= 20 px, other text >= 18 px) and every picture's text >= 18 px as shown,
+  every heatmap labelled (also written to artifacts/slides/<deck>-html/readability.txt);
 * ``test_offline_html_shows_no_scaffolding``: no test marker shows.
 
 Screenshots of every slide go to artifacts/slides/<deck>-html/; the export's size to
@@ -23,7 +26,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 
@@ -55,9 +57,7 @@ def markdown_pictures(nb: dict) -> int:
 def export(deck: slides.Deck, tmp_path) -> tuple[str, dict]:
     """Run scripts/export_html.py on a copy of the repo's notebooks; returns (file URL, nb)."""
     work = tmp_path / "src"
-    for rel in slides.SERVED:
-        if (slides.ROOT / rel).exists():
-            shutil.copytree(slides.ROOT / rel, work / rel)
+    slides.copy_served(work)
     env = dict(os.environ, OMP_NUM_THREADS="2")
     done = subprocess.run(
         [
@@ -162,6 +162,7 @@ def offline(request, new_page, tmp_path_factory):
         if page.page_errors:
             problems.append(f"errors in the page: {page.page_errors[:5]}")
     slides.save_report(folder / "overflow.txt", walk.overflow_report())
+    slides.save_report(folder / "readability.txt", slides.readability_report(walk))
     print(f"\n{deck.name} (offline export) {clock}; fit:\n{walk.overflow_report()}")
     return deck, walk, problems
 
@@ -182,6 +183,14 @@ def test_offline_html_fits(offline):
 def test_offline_sliders_change_the_picture(offline):
     deck, walk, _ = offline
     problems = slides.control_problems(walk, deck, live=False)
+    assert not problems, "\n".join(problems)
+
+
+def test_offline_html_reads_from_the_back(offline):
+    """Markdown >= 24 px, code >= 20 px, other text >= 18 px, pictures' text >= 18 px as shown
+    and every heatmap key and query labelled, on every slide and fragment of the export."""
+    deck, walk, _ = offline
+    problems = slides.readability_problems(walk, deck)
     assert not problems, "\n".join(problems)
 
 

@@ -10,6 +10,10 @@ into artifacts/slides/<deck>/.  One walk per deck serves three tests:
 * ``test_slideshow_fits``: at 1280x720 nothing of any cell reaches past the bottom or the
   right edge, on any slide or fragment step (all overflows in one message, also written to
   artifacts/slides/<deck>/overflow.txt);
+* ``test_slideshow_reads_from_the_back``: the computed font-size of every shown text (markdown
+  >= 24 px, code >= 20 px, anything else, widgets included, >= 18 px), every picture's smallest
+  text >= 18 px at the width it is shown, every heatmap's keys and queries labelled
+  (artifacts/slides/<deck>/readability.txt);
 * ``test_slideshow_shows_no_scaffolding``: no test marker (``# NBVAL_IGNORE_OUTPUT``...) shows.
 
 The walk also times each slider (release to new picture, LATENCY_MOVES moves) and writes the
@@ -199,6 +203,7 @@ def slideshow(request, lab, new_page):
         if page.page_errors:
             problems.append(f"errors in the page: {page.page_errors[:5]}")
     slides.save_report(folder / "overflow.txt", walk.overflow_report())
+    slides.save_report(folder / "readability.txt", slides.readability_report(walk))
     record_latency(deck, walk)
     print(f"\n{deck.name} (RISE) {clock}; fit:\n{walk.overflow_report()}")
     return deck, walk, problems
@@ -216,6 +221,14 @@ def test_slideshow_fits(slideshow):
     assert not problems, (
         f"{len(problems)} slides do not fit 1280x720 in the RISE slideshow:\n" + "\n".join(problems)
     )
+
+
+def test_slideshow_reads_from_the_back(slideshow):
+    """Markdown >= 24 px, code >= 20 px, other text (widgets too) >= 18 px, pictures' text
+    >= 18 px as shown and every heatmap key and query labelled, on every slide and fragment."""
+    deck, walk, _ = slideshow
+    problems = slides.readability_problems(walk, deck)
+    assert not problems, "\n".join(problems)
 
 
 def test_slideshow_shows_no_scaffolding(slideshow):

@@ -117,6 +117,7 @@ from attnlab.checks.questions import (
     QUESTIONS,
     answered,
     check_answer,
+    padded_alpha,
     right_answer,
 )
 
@@ -152,6 +153,7 @@ __all__ = [
     "check_answer",
     "right_answer",
     "answered",
+    "padded_alpha",
     "Summary",
     "summary",
 ]

@@ -558,7 +558,7 @@ def _mha_alternatives(args: tuple) -> tuple[tuple[Tensor, Tensor, str], ...]:
         with parts.swapped(attention, "scaled_dot_product_attention", bend):
             found.append((*_with_weights(mha, query, key, value, mask), why))
     split = _mha_with(W_q, W_k, W_v, W_o, h)
-    split._split_heads = lambda x: x.reshape(*x.shape[:-2], h, x.shape[-2], d_k)
+    split.split_heads = lambda x: x.reshape(*x.shape[:-2], h, x.shape[-2], d_k)
     found.append(
         (
             *_with_weights(split, query, key, value, mask),

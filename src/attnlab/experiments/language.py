@@ -212,44 +212,51 @@ def verb_final_example(model=None, pairs=None) -> dict:
 
 
 # --------------------------------------------------------------------------- heads
-ROLES = ("previous", "self", "next", "eos", "other")
+ROLES = ("previous", "self", "next", "first", "eos", "other")
+
+
+def _role(i: int, j, n: int):
+    """The role of key j (array) for query i in a source of n tokens (<eos> last)."""
+    cases = [j == i - 1, j == i, (j == i + 1) & (j != n - 1), j == 0, j == n - 1]
+    return np.select(cases, list(range(len(cases))), len(cases))
+
+
+def _summary(frac: np.ndarray, chance: np.ndarray) -> str:
+    """The role a head prefers most over chance, e.g. "previous 41% (chance 11%)"."""
+    r = int(np.argmax(frac[:-1] / np.maximum(chance[:-1], 1e-9)))  # "other" excluded
+    return f"{ROLES[r]} {frac[r]:.0%} (chance {chance[r]:.0%})"
 
 
 def head_roles(model=None, pairs=None) -> dict:
     """Per encoder layer and head: the fraction of (string, query position) where the
     strongest self-attention weight falls on the previous token, itself, the next token,
-    the final <eos>, or elsewhere (queries: the real tokens, <eos> excluded)."""
+    the first token, the final <eos>, or elsewhere (queries: the real tokens, <eos>
+    excluded; the first matching role counts).  ``chance``: the same fractions if the
+    strongest weight fell on a key drawn uniformly."""
     model = model or attnlab.load("transformer-en-de")
     lang = "de" if model.card and model.card.get("task") == "en-de" else "fr"
     pairs = pairs if pairs is not None else load_corpus(lang)["test"]
     L, h = model.config.num_layers, model.config.num_heads
-    counts = np.zeros((L, h, len(ROLES)))
+    counts, chance = np.zeros((L, h, len(ROLES))), np.zeros(len(ROLES))
     for en, _ in pairs:
         src = model.source_ids(model.prepare(en))  # (1, n)
         n = src.shape[1]
         with torch.no_grad():
-            _, _, weights = model.encode(src, torch.tensor([n]))
-        w = torch.stack(weights, dim=1)[0].numpy()  # (L, h, n, n)
+            model.encode(src, torch.tensor([n]))  # each attention keeps its weights
+        w = torch.stack([lay.self_attn.attn for lay in model.encoder_layers], 1)[0].numpy()
         for i in range(n - 1):  # query i (not the <eos>)
-            j = w[:, :, i].argmax(axis=-1)  # (L, h): the key it looks at most
-            role = np.select(
-                [j == i - 1, j == i, (j == i + 1) & (j != n - 1), j == n - 1], [0, 1, 2, 3], 4
-            )
-            for r in range(len(ROLES)):
-                counts[:, :, r] += role == r
+            role = _role(i, w[:, :, i].argmax(axis=-1), n)  # (L, h): role of the top key
+            counts += np.eye(len(ROLES))[role]
+            chance += np.bincount(_role(i, np.arange(n), n), minlength=len(ROLES)) / n
     frac = counts / counts.sum(axis=-1, keepdims=True)
     return {
         "model": model.card["name"] if model.card else model.kind,
         "roles": list(ROLES),
         "strings": len(pairs),
         "fractions": np.round(frac, 3).tolist(),  # (L, h, roles)
+        "chance": np.round(chance / chance.sum(), 3).tolist(),  # (roles,)
         "summary": [
-            [
-                f"L{layer + 1}H{head + 1}: {ROLES[int(frac[layer, head].argmax())]} "
-                f"{frac[layer, head].max():.0%}"
-                for head in range(h)
-            ]
-            for layer in range(L)
+            [_summary(frac[lay, hd], chance / chance.sum()) for hd in range(h)] for lay in range(L)
         ],
     }
 
@@ -281,8 +288,9 @@ def occlusion(model, text: str) -> dict:
 
 def alpha_vs_occlusion(model=None, pairs=None) -> dict:
     """How often alpha's argmax is the word whose occlusion hurts most, over the test split,
-    and the clearest counter-example: a step where alpha's favourite word barely matters
-    (its occlusion costs < 0.1 nats) while another word's costs the most (> 1 nat)."""
+    and the clearest counter-example: a step whose output word is in the reference, where
+    alpha's favourite word barely matters (its occlusion costs < 0.1 nats) while another
+    word's costs the most (> 1 nat); outputs equal to the reference are preferred."""
     model = model or attnlab.load("rnnsearch-en-fr")
     pairs = pairs if pairs is not None else load_corpus("fr")["test"]
     agree = total = 0
@@ -292,16 +300,17 @@ def alpha_vs_occlusion(model=None, pairs=None) -> dict:
             continue
         o = occlusion(model, en)
         alpha = o["alpha"][:, :-1]  # (T, n - 1) without <eos>
-        for t in range(len(o["decoding"].output_tokens)):
+        right = _same_words(o["decoding"].text, ref)
+        for t, word in enumerate(o["decoding"].output_tokens):
             a, k = int(alpha[t].argmax()), int(o["drop"][t].argmax())
             agree, total = agree + (a == k), total + 1
-            gap = o["drop"][t, k] - o["drop"][t, a]
-            if a != k and o["drop"][t, a] < 0.1 and o["drop"][t, k] > 1.0:
-                if best is None or gap > best[0]:
-                    best = (gap, en, ref, t, a, k)
+            gap = float(o["drop"][t, k] - o["drop"][t, a])
+            clear = a != k and o["drop"][t, a] < 0.1 and o["drop"][t, k] > 1.0
+            if clear and word in tokenize(ref) and (best is None or (right, gap) > best[:2]):
+                best = (right, gap, en, ref, t, a, k)
     result = {"agreement": round(agree / max(total, 1), 3), "steps": total}
     if best is not None:
-        gap, en, ref, t, a, k = best
+        _, _, en, ref, t, a, k = best
         o = occlusion(model, en)
         result["example"] = {
             **_example(model, en, ref),

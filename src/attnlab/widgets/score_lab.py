@@ -45,7 +45,7 @@ FORMULAS = {
     "additive": "vᵀtanh(Ws + Uhᵢ)",
 }
 EXAMPLE_DATES = ("3 May 1979", "14 July 1989", "1 Jan 2000", "12/05/2001", "21.08.1999")
-WIDTH_PX, HEIGHT_PX = 1200, 350  # the widest picture; the height grows with a long date
+WIDTH_PX, HEIGHT_PX = 1180, 350  # the widest picture; the height grows with a long date
 
 
 def exact_match(model) -> float | None:
@@ -97,24 +97,27 @@ class ScoreLab(BaseWidget):
     def _figure(self, decodings: dict):
         """A figure with one panel per model, each large enough for all its labels."""
         tick = TYPE.tick
-        n_src = max(len(d.source_tokens) for d in decodings.values())
         n_out = max(max(len(d.output_tokens) for d in decodings.values()), 1)
         sample = next(iter(decodings.values()))
         need_w, need_h = heatmap_room(sample.source_tokens, ["y"] * n_out, tick)
-        need_w = max(need_w, n_src * 1.1 * tick)
         k = len(decodings)
-        left, right, gap = 50, 80, 28
-        one_row = left + right + k * need_w + (k - 1) * gap <= WIDTH_PX
-        rows, cols = (1, k) if one_row else (2, -(-k // 2))
+        left, right, gap = 45, 70, 24
+        bar = 1 / (1 - 0.046 - 0.03)  # the colorbar takes that share of its panel (Heatmap)
+        cols = next(c for c in (k, 2, 1)
+                    if left + right + (c - 1 + bar) * need_w + (c - 1) * gap <= WIDTH_PX
+                    or c == 1)  # fmt: skip
+        rows = -(-k // cols)
         title_px, labels_px = 2 * 1.5 * TYPE.label + 8, 1.4 * TYPE.label + 3.2 * tick + 10
-        panel_h = max(need_h, 120)
+        panel_h = max(need_h * 1.02, 120)
         height = rows * (title_px + panel_h + labels_px) + 16
-        fig, sizes = slide_figure(WIDTH_PX, max(height, HEIGHT_PX if one_row else 0), layout=None)
+        fig, sizes = slide_figure(WIDTH_PX, max(height, HEIGHT_PX if rows == 1 else 0), layout=None)
         H = fig.get_figheight() * fig.dpi
         fig.subplots_adjust(left=left / WIDTH_PX, right=1 - right / WIDTH_PX,
                             top=1 - title_px / H, bottom=labels_px / H,
-                            wspace=0.12, hspace=(title_px + labels_px) / panel_h)  # fmt: skip
-        axes = fig.subplots(rows, cols, squeeze=False).ravel()
+                            wspace=gap * cols / ((cols - 1 + bar) * need_w),
+                            hspace=(title_px + labels_px) / panel_h)  # fmt: skip
+        ratios = [1.0] * (cols - 1) + [bar]  # the last column carries the colorbar
+        axes = fig.subplots(rows, cols, squeeze=False, width_ratios=ratios).ravel()
         for ax in axes[k:]:
             ax.set_axis_off()
         return fig, sizes, axes[:k], cols

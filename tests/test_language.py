@@ -1,0 +1,227 @@
+"""The word models on real language (issue 19): they load, read words, survive bad input,
+and beat the baselines on a fixed sample of the held-out test split."""
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+import attnlab
+from attnlab.checkpoints import SHIPPED, CHECKPOINT_DIR, load_card, weights_path
+from attnlab.corpus import load_corpus
+from attnlab.data import EOS, UNK, InvalidInput, Vocab, detokenize, tokenize
+from attnlab.decode import decode, steps
+from attnlab.evaluate import Dictionary, copy_baseline, score, translate_all
+from attnlab.experiments.language import MODELS, RESULTS_FILE, load_results
+
+NAMES = list(MODELS)
+ATTENTION = ["rnnsearch-en-fr", "transformer-en-fr", "transformer-en-de"]
+SAMPLE = 150  # the fixed test sample: the first 150 test pairs, in the corpus's order
+
+
+@pytest.fixture(scope="module")
+def models():
+    torch.set_num_threads(1)
+    return {name: attnlab.load(name) for name in NAMES}
+
+
+def sample(lang):
+    return load_corpus(lang)["test"][:SAMPLE]
+
+
+# --------------------------------------------------------------------------- tokens
+def test_tokens_are_words_and_punctuation():
+    assert tokenize("Close all tabs") == ["close", "all", "tabs"]
+    assert tokenize("Type de cellule par défaut.") == ["type", "de", "cellule", "par", "défaut", "."]
+    assert tokenize("l'élément {1}") == ["l'", "élément", "{1}"]
+    assert detokenize(["êtes-vous", "sûr", "?"]) == "êtes-vous sûr?"
+    assert detokenize(["ouvrir", '"', "{1}", '"', "."]) == 'ouvrir "{1}".'
+
+
+def test_a_word_vocab_maps_unknown_words_to_unk():
+    v = Vocab(["close", "all", "tabs"], level="word")
+    assert v.encode("Close ALL windows", unknown="unk") == [4, 5, v.unk]
+    assert v.shown("close the tabs") == ["close", UNK, "tabs"]
+    assert v.decode([4, 5, 6, v.eos, 4]) == "close all tabs"
+    with pytest.raises(ValueError):
+        Vocab(["two words"], level="word")
+
+
+def test_character_vocabularies_are_unchanged():
+    v = Vocab("abc")
+    assert v.level == "char" and v.encode("cab") == [6, 4, 5] and v.decode([6, 4, 5]) == "cab"
+    assert v != Vocab("abc", level="word")
+
+
+# --------------------------------------------------------------------------- shipped models
+@pytest.mark.parametrize("name", NAMES)
+def test_the_models_are_shipped_and_load(models, name):
+    assert name in SHIPPED
+    model = models[name]
+    card = load_card(name)
+    assert card["tokens"] == "word" and model.src_vocab.level == "word"
+    assert card["train_seconds"] <= 600  # trained in at most 10 minutes on the 2-core machine
+    assert card["test_bleu"] > 0 and "bleu_signature" in card and "chrf_signature" in card
+    assert model.card["name"] == name and not model.training
+
+
+def test_the_new_checkpoints_take_at_most_25_mb():
+    total = sum(weights_path(name).stat().st_size for name in NAMES)
+    total += sum((CHECKPOINT_DIR / f"{name}.json").stat().st_size for name in NAMES)
+    assert total <= 25_000_000
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_words_in_and_words_out(models, name):
+    model = models[name]
+    phrase = "Close all tabs" if name.endswith("de") else "Default cell type"
+    d = decode(model, phrase)
+    assert d.source_tokens == [*tokenize(phrase), EOS]
+    assert d.level == "word" and d.output_tokens
+    assert all(t in model.tgt_vocab.stoi for t in d.output_tokens)
+    assert d.text == detokenize(d.output_tokens) == model.translate(phrase)
+    assert model.tgt_vocab.join([s.token for s in steps(model, phrase)]) == d.text
+    L, h, T, n = d.alpha.shape
+    assert (T, n) == (len(d.output_tokens), len(d.source_tokens))
+    assert torch.allclose(torch.tensor(d.alpha.sum(-1)), torch.ones(L, h, T), atol=1e-4)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_unknown_words_show_as_unk(models, name):
+    model = models[name]
+    text = "Close the zyxwvut tabs"
+    assert model.source_tokens(text) == ["close", "the", UNK, "tabs", EOS]
+    d = decode(model, text)
+    assert d.source_tokens[2] == UNK and len(d.output_tokens) <= model.max_tgt_len
+
+
+BAD = {
+    "empty": "",
+    "spaces": "   \n ",
+    "not text": None,
+    "10,000 words": " ".join(["word"] * 10_000),
+}
+ODD = {
+    "emoji": "😀 🎉",
+    "another script": "日本語のテキスト",
+    "HTML": "<b>Close</b> <script>alert(1)</script>",
+    "punctuation": "?!...",
+    "placeholder": "{1}",
+}
+
+
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("what", BAD)
+def test_bad_input_is_one_clear_line(models, name, what):
+    with pytest.raises(InvalidInput) as err:
+        models[name].translate(BAD[what])
+    message = str(err.value)
+    assert message and "\n" not in message and len(message) < 120
+
+
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("what", ODD)
+def test_odd_input_gives_a_bounded_output(models, name, what):
+    model = models[name]
+    d = decode(model, ODD[what])  # never an exception from inside torch
+    assert len(d.output_tokens) <= model.max_tgt_len
+    assert isinstance(d.text, str)
+    assert d.source_tokens[-1] == EOS
+
+
+def test_character_models_still_refuse_unknown_characters():
+    model = attnlab.load("rnnsearch-dates")
+    assert model.translate("3 May 1979") == "1979-05-03"
+    with pytest.raises(InvalidInput, match="never seen"):
+        model.translate("3 Mai 1979 😀")
+
+
+# --------------------------------------------------------------------------- the scores
+@pytest.fixture(scope="module")
+def sample_scores(models):
+    out = {}
+    for lang in ("fr", "de"):
+        pairs = sample(lang)
+        src, ref = [en for en, _ in pairs], [t for _, t in pairs]
+        out[lang] = {
+            "copy": score(copy_baseline(src), ref),
+            "dictionary": score(Dictionary(load_corpus(lang)["train"]).translate_all(src), ref),
+        }
+    for name, lang in MODELS.items():
+        pairs = sample(lang)
+        out[name] = score(translate_all(models[name], [en for en, _ in pairs]), [t for _, t in pairs])
+    return out
+
+
+@pytest.mark.parametrize("name", ATTENTION)
+def test_attention_models_beat_both_baselines(sample_scores, name):
+    lang = MODELS[name]
+    ours = sample_scores[name]
+    for baseline in ("copy", "dictionary"):
+        theirs = sample_scores[lang][baseline]
+        assert ours["bleu"] > theirs["bleu"] + 5, (name, baseline, ours, theirs)
+        assert ours["chrf"] > theirs["chrf"], (name, baseline, ours, theirs)
+
+
+def test_attention_beats_the_model_without_it(sample_scores):
+    enc, search = sample_scores["rnnenc-en-fr"], sample_scores["rnnsearch-en-fr"]
+    assert search["bleu"] > enc["bleu"] + 3 and search["chrf"] > enc["chrf"] + 3
+
+
+def test_the_cards_report_the_test_split_scores(models):
+    for name, lang in MODELS.items():
+        card = models[name].card
+        test = load_corpus(lang)["test"]
+        s = score(translate_all(models[name], [en for en, _ in test]), [t for _, t in test])
+        assert (card["test_bleu"], card["test_chrf"]) == (s["bleu"], s["chrf"])
+        assert card["test_examples"] == len(test)
+
+
+# --------------------------------------------------------------------------- cached results
+def test_the_cached_results_match_the_models(models):
+    results = load_results()
+    assert RESULTS_FILE == Path(attnlab.__file__).parent / "results" / "language.json"
+    for name in NAMES:
+        assert results["scores"]["models"][name]["bleu"] == models[name].card["test_bleu"]
+    json.dumps(results)  # plain JSON
+
+
+def test_the_word_order_example_is_held_out_right_and_crossing(models):
+    ex = load_results()["word_order"]
+    test_sources = {en for en, _ in load_corpus("fr")["test"]}
+    train_sources = {en.lower() for en, _ in load_corpus("fr")["train"]}
+    assert ex["source"] in test_sources and ex["source"].lower() not in train_sources
+    assert tokenize(ex["output"]) == tokenize(ex["reference"])
+    d = decode(models["rnnsearch-en-fr"], ex["source"])
+    assert d.text == ex["output"] and d.source_tokens == ex["source_tokens"]
+    path = [max(range(len(row) - 1), key=row.__getitem__) for row in ex["alpha"]]
+    assert any(b < a for a, b in zip(path, path[1:]))  # alpha crosses: a word-order swap
+
+
+def test_the_verb_final_example_is_real(models):
+    ex = load_results()["verb_final"]
+    d = decode(models["transformer-en-de"], ex["source"])
+    assert d.text == ex["output"]
+    verb = d.output_tokens[ex["verb_step"]]
+    assert tokenize(ex["reference"])[-1] == verb or verb in tokenize(ex["reference"])
+    row = d.alpha[ex["layer"], ex["head"], ex["verb_step"]]
+    assert int(row.argmax()) == 0  # the verb, written last, looks at the English verb first
+
+
+def test_head_roles_are_fractions_over_the_test_split():
+    roles = load_results()["head_roles"]
+    for name in ("transformer-en-de", "transformer-en-fr"):
+        frac = torch.tensor(roles[name]["fractions"])
+        assert frac.shape[-1] == len(roles[name]["roles"])
+        assert torch.allclose(frac.sum(-1), torch.ones(frac.shape[:-1]), atol=0.01)
+
+
+def test_alpha_is_not_always_an_explanation(models):
+    res = load_results()["alpha_vs_occlusion"]
+    assert 0 <= res["agreement"] < 1
+    ex = res["example"]
+    occ = torch.tensor(ex["occlusion"])[ex["step"]]
+    assert int(occ.argmax()) == ex["occlusion_argmax"] != ex["alpha_argmax"]
+    alpha = torch.tensor(ex["alpha"])[ex["step"], :-1]
+    assert int(alpha.argmax()) == ex["alpha_argmax"]
