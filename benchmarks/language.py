@@ -47,7 +47,9 @@ def main() -> None:
         dictionary = score(Dictionary(splits["train"]).translate_all(src), ref)
         print(f"EN->{lang.upper()} {counts}")
         print(f"  baseline copy:       BLEU {copy['bleu']:5.1f}  chrF {copy['chrf']:5.1f}")
-        print(f"  baseline dictionary: BLEU {dictionary['bleu']:5.1f}  chrF {dictionary['chrf']:5.1f}")
+        print(
+            f"  baseline dictionary: BLEU {dictionary['bleu']:5.1f}  chrF {dictionary['chrf']:5.1f}"
+        )
     print(f"signatures: BLEU {copy['bleu_signature']}\n            chrF {copy['chrf_signature']}")
     head = f"{'model':<18} {'train s':>8} {'steps':>6} {'BLEU':>6} {'chrF':>6} {'load ms':>8}"
     print(f"{head} {'MB':>5} {'translate ms':>13}")

@@ -133,8 +133,7 @@ print(f"alpha = {alpha.squeeze().numpy().round(2)}: soft {soft.item():.1f}, hard
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Attention in RNN seq2seq ([Bahdanau et al., 2014](https://arxiv.org/pdf/1409.0473.pdf))
 #
-# Keep **every** encoder state $h_i$; at output step $t$ look them up with the decoder state
-# $s_{t-1}$ as the query: the context $c_t$ is recomputed for every output token.
+# Keep **every** encoder state $h_i$; output step $t$ looks them up with the query $s_{t-1}$:
 #
 # <img src="../pics/seq2seq_attention.png" width="90%">
 
@@ -215,7 +214,7 @@ widgets.DecodeStepper()  # the shipped rnnsearch-dates; more models in the model
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ### Accuracy against length: Bahdanau's Fig. 2, ours
 #
-# <img src="../pics/seq2seq_attention_length.png" width="62%">
+# <img src="../pics/seq2seq_attention_length.png" width="65%">
 #
 # Digit reversal, each model trained 1000 steps of 128 strings (the model without attention
 # with *more* compute: next slide). Without attention accuracy falls with length, as Bahdanau
@@ -305,11 +304,8 @@ lecture.sequential_steps(lengths=[8, 32, 128, 512], d=32)
 # %%
 torch.manual_seed(0)
 mha = A.MultiHeadAttention(d_model=8, num_heads=2)
-x = torch.randn(5, 8)  # 5 tokens, no positions: (n, d)
-perm = torch.tensor([3, 0, 4, 1, 2])  # a shuffle of the 5 tokens
-y = mha(x, x, x)
-y_shuffled = mha(x[perm], x[perm], x[perm])
-torch.allclose(y_shuffled, y[perm], atol=1e-6)  # the same outputs, shuffled
+x, perm = torch.randn(5, 8), torch.tensor([3, 0, 4, 1, 2])  # 5 tokens, no positions; a shuffle
+torch.allclose(mha(x[perm], x[perm], x[perm]), mha(x, x, x)[perm], atol=1e-6)  # shuffled alike
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # Add a positional encoding (position $pos$ gets $PE_{pos}$ whatever token sits there), and
@@ -317,10 +313,8 @@ torch.allclose(y_shuffled, y[perm], atol=1e-6)  # the same outputs, shuffled
 
 # %%
 pe = A.positional_encoding(5, 8)  # PE for pos = 0..4: (n, d)
-y = mha(x + pe, x + pe, x + pe)
-xs = x[perm] + pe  # the shuffled tokens at the same positions
-y_shuffled = mha(xs, xs, xs)
-torch.allclose(y_shuffled, y[perm], atol=1e-6)
+xs, xp = x + pe, x[perm] + pe  # the tokens in order; shuffled, at the same positions
+torch.allclose(mha(xp, xp, xp), mha(xs, xs, xs)[perm], atol=1e-6)
 
 # %% [markdown] slideshow={"slide_type": "notes"}
 # Every score is q_t . k_i, and nothing in it says where t and i sit: "1979 May 3" and
@@ -452,7 +446,7 @@ lecture.causal_demo(mask)
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ### Attention in the Transformer: $Q$, $K$, $V$
 #
-# <img src="../pics/transformer_attention.png" width="78%">
+# <img src="../pics/transformer_attention.png" width="80%">
 #
 # Query: the token asking. Keys: the tokens it may look at. Values: what each of them hands over.
 
@@ -559,10 +553,10 @@ lecture.heads_measured()  # lecture.head_study(transformer, n=200), cached: 4 s
 
 # %% [markdown] slideshow={"slide_type": "notes"}
 # With all 4 heads it is right on every fresh date; any one head alone gets almost nothing
-# right, and removing any one head costs between about a third and two thirds of the dates. So
-# the heads are not copies: the work is split among them, and no head can be spared. (Setting a
-# head to zero is a crude probe: the model never saw that; but no single head suffices.) The
-# real-language slides show what heads do on words.
+# right (0-1%), and without any one of them it gets only 32-61% right. So the heads are not
+# copies: the work is split among them, and no head can be spared. (Setting a head to zero is a
+# crude probe: the model never saw that; but no single head suffices.) The real-language slides
+# measure what heads do on words.
 # Minutes: 3
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
@@ -779,19 +773,20 @@ lecture.show_source(A.MultiHeadAttention.forward)
 # heads.
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# ### Backup: every head of the cross-attention (dates)
+# ### Backup: every head, on a date you type
 
 # %%
-lecture.head_grid(transformer, "3 May 1979")
+widgets.HeadView(transformer, text="3 May 1979")
 
 # %% [markdown] slideshow={"slide_type": "notes"}
-# Cross-attention of every layer and head of transformer-dates. What each head does is measured
-# on the heads slide (switching them off), not read off this picture.
+# Every head of one layer of transformer-dates, self- and cross-attention (toggles), on a date
+# the room types. What the heads do is measured on the heads slide (switching them off), not
+# read off these pictures.
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Backup: Table 2 of Vaswani et al.
 #
-# <img src="../pics/transformer_results.png" width="90%">
+# <img src="../pics/transformer_results.png" width="85%">
 
 # %% [markdown] slideshow={"slide_type": "notes"}
 # Table 2 of the paper, redrawn. The arXiv paper reports 41.8 BLEU for the big model on EN-FR;

@@ -5,6 +5,7 @@ never copied from a run of the code under test.
 """
 
 import copy
+import functools
 import math
 
 import pytest
@@ -763,6 +764,8 @@ def test_a_score_from_outside_must_return_scores_of_the_right_shape():
     assert "\n" not in str(excinfo.value)
     with pytest.raises(ValueError, match="got ndarray"):
         attention(q, k, k, lambda s, h: (s @ h.mT).numpy())
+    with pytest.raises(ValueError, match="got shape"):  # bound arguments change nothing
+        attention(q, k, k, functools.partial(lambda s, h, c: c * s.sum(), c=2.0))
     context, alpha = attention(q, k, k, lambda s, h: -(s @ h.mT))  # a fine one runs
     assert alpha.shape == (2, 3, 5)
 

@@ -618,6 +618,31 @@ def test_notebook_is_committed_with_student_mode_outputs():
     assert sum("not implemented yet" in html for html in checks_shown) >= len(EXERCISES)
 
 
+def test_the_student_version_shows_no_answer_before_the_question_is_answered():
+    cells = notebook_cells()
+    measuring = [c for c in cells if c.source.startswith("if checks.answered(")]
+    assert len(measuring) == 3  # padding_zeros, variance_qk, dilated_path
+    for cell in measuring:
+        text = "".join(o.text for o in cell.outputs if o.output_type == "stream")
+        assert text == "Answer the question above first, then run this cell again.\n"
+        assert all(o.output_type == "stream" for o in cell.outputs)
+    (experiment,) = [c for c in cells if "fit(model" in c.source]
+    assert "experiment" in experiment.metadata["tags"] and not experiment.outputs  # theirs to run
+    shown = [o for c in cells if c.cell_type == "code" for o in c.outputs]
+    assert not [o for o in shown if "is right" in str(o)]
+
+
+def test_every_question_has_a_debrief_after_it():
+    cells = notebook_cells()
+    asks = [i for i, c in enumerate(cells) if c.source.startswith('checks.check_answer("')]
+    assert len(asks) == len(checks.QUESTIONS)
+    for i in asks:
+        following = cells[i + 1 : i + 4]
+        assert any(
+            c.cell_type == "markdown" and c.source.startswith("**Debrief.**") for c in following
+        )
+
+
 @pytest.mark.parametrize("solutions", [False, True])
 def test_notebook_cells_run_in_both_modes(monkeypatch, solutions):
     if solutions:
@@ -793,6 +818,52 @@ def test_in_model_raises_in_solutions_mode(monkeypatch):
     with pytest.raises(AssertionError, match="translations change"):
         checks.in_model("scaled_dot_product_attention", sdpa_unscaled)
     assert checks.in_model("scaled_dot_product_attention", sdpa_ok).ok
+
+
+# --------------------------------------------------------------------------- one way to swap
+def test_the_checks_and_the_decode_stepper_swap_through_one_mechanism(monkeypatch):
+    from types import SimpleNamespace
+
+    from attnlab import parts
+    from attnlab.seq2seq import RNNSearch
+    from attnlab.widgets import DecodeStepper, decode_stepper
+
+    assert "__setattr__" not in vars(RNNSearch)  # no override: a Part stands in for a module
+    used = []
+
+    def counting(model, part, make):
+        used.append(part)
+        return parts.swap(model, part, make)
+
+    spy = SimpleNamespace(swap=counting)  # both modules' `parts`, seen through a spy
+    monkeypatch.setattr(inside_models, "parts", spy)
+    monkeypatch.setattr(decode_stepper, "parts", spy)
+    for name in checks.IN_MODEL:
+        assert checks.in_model(name, checks.reference(name)).ok
+    widget = DecodeStepper("rnnsearch-dates-dot", score=dot_ok)
+    assert widget.translation == "1979-05-03"
+    assert used[-1] == "score" and set(used) == set(parts.PARTS)
+    model = reference_model("rnnsearch-dates").model
+    assert "decode_step" not in vars(model) and type(model.score).__name__ == "AdditiveScore"
+    for name in ("_ref_decode_step", "_student_step", "_StudentScore"):
+        assert not any(hasattr(module, name) for module in (checks, inside_models))
+
+
+def test_a_swap_puts_the_library_back_whatever_happens():
+    from attnlab import attention, parts
+
+    model = reference_model("rnnsearch-dates").model
+    score, softmax = model.score, attention.masked_softmax
+    with pytest.raises(ZeroDivisionError):
+        with parts.swap(model, "score", lambda trained: dot_ok):
+            assert isinstance(model.score, parts.Part)
+            with parts.swap(model, "masked_softmax", lambda lib: softmax_ok):
+                assert attention.masked_softmax is softmax_ok
+                raise ZeroDivisionError
+    assert model.score is score and attention.masked_softmax is softmax
+    with pytest.raises(ValueError, match="no decode_step"):
+        with parts.swap(reference_model("transformer-dates").model, "decode_step", None):
+            pass
 
 
 # --------------------------------------------------------------------------- questions

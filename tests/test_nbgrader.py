@@ -57,7 +57,7 @@ def notebook(path: Path) -> nbformat.NotebookNode:
 def test_the_source_holds_solutions_and_hidden_tests(course_dir):
     source = notebook(course_dir / "source" / ASSIGNMENT / course.NOTEBOOK.name)
     text = "\n".join(c.source for c in source.cells)
-    assert text.count("### BEGIN SOLUTION") == 8  # the eight exercises
+    assert text.count("### BEGIN SOLUTION") == 9  # the nine exercises
     assert 'return checks.reference("dot_score")(s, h)' in text
     assert 'assert checks.in_model("decode_step", decode_step).ok' in text
 
@@ -67,7 +67,7 @@ def test_the_release_is_the_committed_student_version(course_dir):
     committed = notebook(course.NOTEBOOK)
     assert [c.source for c in release.cells] == [c.source for c in committed.cells]
     graded = [c for c in release.cells if c.metadata.get("nbgrader", {}).get("grade")]
-    assert len(graded) == 18 and all(c.metadata["editable"] is False for c in graded)
+    assert len(graded) == 20 and all(c.metadata["editable"] is False for c in graded)
 
 
 def test_autograde_gives_the_points_of_what_is_solved(course_dir):
@@ -76,7 +76,7 @@ def test_autograde_gives_the_points_of_what_is_solved(course_dir):
     source = notebook(course_dir / "source" / ASSIGNMENT / course.NOTEBOOK.name)
     release = notebook(course_dir / "release" / ASSIGNMENT / course.NOTEBOOK.name)
     answers = {  # what a student who measured would write
-        "month_char": 'checks.right_answer("month_attention")',
+        "zeros": 'checks.right_answer("padding_zeros")',
         "variance_qk": "64",
         "dilated_path": "3",
         "faster": 'checks.right_answer("faster_score", dot=histories["dot"], '
@@ -96,9 +96,9 @@ def test_autograde_gives_the_points_of_what_is_solved(course_dir):
     with Gradebook(f"sqlite:///{course_dir / 'gradebook.db'}") as gradebook:
         submission = gradebook.find_submission(ASSIGNMENT, "alice")
         grades = {g.name: g.score for nb in submission.notebooks for g in nb.grades}
-        assert submission.max_score == 18
+        assert submission.max_score == 20
         assert {name for name, score in grades.items() if score == 0} == {
             "check_dot_score",
             "in_model_dot_score",
         }
-        assert submission.score == 16
+        assert submission.score == 18

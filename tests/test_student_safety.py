@@ -159,7 +159,7 @@ def test_an_endless_loop_and_a_sleep_are_stopped_and_the_kernel_stays_usable():
     """)
     for message, seconds in zip(r["messages"], r["times"], strict=True):
         assert "took too long" in message and "took longer than 2 s" in message, message
-        assert seconds < 8, (message, seconds)
+        assert seconds < 15, (message, seconds)  # stopped after about 2 s, not 30 s or never
     assert r["good"]
 
 
@@ -236,7 +236,7 @@ def test_a_keyboard_interrupt_stops_the_check_and_says_so():
         took = time.perf_counter() - start
         out(message=result.message, took=took, after=checks.check_dot_score(lambda s, h: s @ h.mT).ok)
     """)
-    assert "interrupted" in r["message"] and r["took"] < 1.9, r
+    assert "✗ dot_score in rnnsearch-dates-dot: interrupted." in r["message"], r  # not the budget
     assert r["after"]
 
 
@@ -301,7 +301,7 @@ def test_the_decode_stepper_stops_a_slow_score_and_names_a_patch():
         b = DecodeStepper(model="rnnsearch-dates-dot", score=patches).message
         out(a=a, took=took, b=b, back=attention.masked_softmax is orig)
     """)
-    assert "took longer than 2 s" in r["a"] and r["took"] < 15
+    assert "took longer than 2 s" in r["a"] and r["took"] < 25
     assert "changed `attention.masked_softmax`; it was put back" in r["b"] and r["back"]
 
 
@@ -415,3 +415,18 @@ def test_the_course_tool_answers_a_file_in_the_way_or_a_read_only_folder_in_one_
         assert "permission denied" in done.stderr and "Traceback" not in done.stderr
     finally:
         locked.chmod(0o755)
+
+
+def test_the_course_tool_answers_a_read_only_folder_in_one_line(tmp_path, monkeypatch):
+    """As root a chmod cannot make a folder read-only: the OS's refusal is simulated."""
+    from attnlab import course as tool
+
+    def denied(path, data):
+        raise PermissionError(13, "Permission denied", str(path))
+
+    monkeypatch.setattr(tool, "write_atomic", denied)
+    with pytest.raises(SystemExit) as info:
+        tool.main(["source", str(tmp_path)])
+    message = str(info.value)
+    assert "permission denied" in message and "\n" not in message
+    assert message.startswith("attnlab.course: cannot write")

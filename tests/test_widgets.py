@@ -36,10 +36,12 @@ from attnlab.decode import decode
 from attnlab.seq2seq import RNNConfig, RNNSearch
 from attnlab.widgets import (
     DecodeStepper,
+    HeadView,
     PathLengthExplorer,
     ScaledDotExplorer,
     ScoreLab,
     decode_stepper,
+    head_view,
     path_length,
     scaled_dot,
     score_lab,
@@ -790,3 +792,39 @@ def test_readouts_and_tables_are_set_at_the_lectures_table_size(stepper, path_ex
         sizes = [float(px) for px in re.findall(r"font-size:\s*([\d.]+)px", text)]
         assert sizes and min(sizes) >= typography.MIN_TEXT_PX, text[:80]
     stepper.text.value = "3 May 1979"
+
+
+# --------------------------------------------------------------------------- HeadView
+def test_head_view_every_head_of_the_chosen_kind_and_layer(transformer):
+    w = HeadView(transformer)
+    assert w.message == "" and w.text.value == "3 May 1979"
+    want = transformer.attention_weights("3 May 1979")
+    L = want["cross"].shape[0]
+    assert list(w.layer.options) == [f"layer {i + 1}" for i in range(L)]
+    check_links_change_the_picture(w.links)
+    for kind, (key, _, _) in head_view.KINDS.items():
+        for layer in range(L):
+            w.kind.value, w.layer.value = kind, f"layer {layer + 1}"
+            frame = browser_frame(w, w.grid)
+            assert (frame.data["kind"], frame.data["layer"]) == (kind, layer + 1)
+            np.testing.assert_allclose(w.weights, want[key][layer], atol=1e-6)
+            queries = want["source_tokens"] if key == "encoder_self" else want["output_tokens"]
+            assert w.query_tokens == list(queries) and w.key_tokens == want["source_tokens"]
+            check_readable(frame.view.value)
+            heats = record(frame.view.value)["heatmaps"]
+            assert len(heats) == want[key].shape[1]  # one panel per head
+
+
+def test_head_view_offers_the_installed_transformers_and_reads_a_phrase(word_model):
+    w = HeadView()
+    offered = {v for _, v in w.model_chooser.options}
+    installed = set(attnlab.checkpoints.available())
+    assert offered == {m for m in head_view.TRANSFORMERS if m in installed}
+    for what, (text, _) in BAD_PHRASES.items():
+        w.text.value = text if what != "emoji" else "3 May 1979 🎉"  # a date model here
+        assert w.message and "Traceback" not in w.message, what
+        assert is_png(w.image.value)
+    w.text.value = "12/05/2001"
+    assert w.message == ""
+    rnn = HeadView(word_model)  # a model without heads: said inside the widget
+    assert "no attention heads" in rnn.message

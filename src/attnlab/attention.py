@@ -304,7 +304,11 @@ def positional_encoding(n: int, d: int) -> Tensor:
 # raises a one-line ValueError (TypeError for a non-tensor) for bad ones, and returns them
 # ready for fn.  A call from inside another checked call is not checked again (MultiHead ->
 # scaled_dot_product_attention -> scaled_dot_score -> masked_softmax: one check, not four).
-_state = threading.local()  # .inside: True while a checked call runs in this thread
+class _State(threading.local):
+    inside = False  # True while a checked call runs in this thread
+
+
+_state = _State()
 
 
 def entry_point(fn: Callable, args: Callable[..., tuple]) -> Callable:
@@ -315,7 +319,7 @@ def entry_point(fn: Callable, args: Callable[..., tuple]) -> Callable:
 
     @functools.wraps(fn)
     def entry(*a, **kw):
-        if getattr(_state, "inside", False):  # called by a checked function: checked already
+        if _state.inside:  # called by a checked function: checked already
             return fn(*a, **kw)
         a = args(*a, **kw)
         _state.inside = True
@@ -385,7 +389,7 @@ def _check_sizes(
     """(query, keys[, values]): at least 2-D, the expected last dims, one n, batches broadcast.
 
     Returns the shape of the scores, (..., m, n)."""
-    shapes = [tuple(x.shape) for x in tensors.values()]
+    shapes = [x.shape for x in tensors.values()]  # torch.Size: a tuple
     q, k, v = shapes[0], shapes[1], shapes[-1]
     usual = len(q) >= 2 and len(k) >= 2 and len(v) >= 2 and k[-2] == v[-2]  # one n
     usual = usual and q[:-2] == k[:-2] == v[:-2] and (not same_dim or q[-1] == k[-1])
@@ -535,7 +539,8 @@ def _attention_args(
     _check_mask(mask, target)
     score = _as_score(score, query, keys)
     _check_score(score, query, keys)
-    known = isinstance(score, (functools.partial, *_SCORE_MODULES)) or score in _SCORE_FNS
+    plain = score.func if isinstance(score, functools.partial) else score  # Uh=... bound
+    known = isinstance(plain, _SCORE_MODULES) or plain in _SCORE_FNS  # ours: (..., m, n)
     return query, keys, values, score if known else _returns_scores(score, target), mask
 
 

@@ -85,6 +85,8 @@ SHIPPED = (
     "rnnsearch-dates-scaled",
     "rnnsearch-dates-general",
     "rnnsearch-dates-additive",
+    # Real language, word tokens (issue 19; python -m attnlab.translation --all trains them).
+    "rnnsearch-en-fr",
 )
 
 FORMAT = 2  # the card's "format": 2 = signed card, content-addressed weights

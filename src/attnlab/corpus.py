@@ -297,7 +297,7 @@ def clean_pair(en: str, tgt: str) -> tuple[str, str] | None:
         return None
     en, tgt = swapped
     en_tokens, tgt_tokens = tokenize(en), tokenize(tgt)
-    if not any(t.isalpha() for t in en_tokens) or not any(t.isalpha() for t in tgt_tokens):
+    if not any(t[0].isalpha() for t in en_tokens) or not any(t[0].isalpha() for t in tgt_tokens):
         return None  # placeholder- or punctuation-only
     if len(en_tokens) > MAX_WORDS or len(tgt_tokens) > MAX_TGT_WORDS:
         return None
@@ -307,7 +307,7 @@ def clean_pair(en: str, tgt: str) -> tuple[str, str] | None:
 def source_key(en: str) -> str:
     """The normalised English: lower-cased tokens, final punctuation dropped, one space."""
     tokens = tokenize(en)
-    while tokens and not tokens[-1].isalnum() and not tokens[-1].startswith("{"):
+    while tokens and not tokens[-1][0].isalnum() and not tokens[-1].startswith("{"):
         tokens.pop()
     return " ".join(tokens)
 

@@ -33,7 +33,7 @@ from matplotlib import patches
 from matplotlib.collections import LineCollection
 from matplotlib.figure import Figure
 
-from attnlab import deck_pictures, path_lengths, typography
+from attnlab import deck_pictures, path_lengths
 from attnlab.diagrams import OKABE_ITO as C
 from attnlab.diagrams import Box, arrow, box, canvas, node, path_arrow, text, tint
 from attnlab.experiments import length
@@ -66,17 +66,22 @@ DPI = 150  # pixels per inch of every PNG
 SHOWN_WIDTH: dict[str, int] = {
     "seq2seq_lite": 90,
     "seq2seq_attention": 90,
-    "seq2seq_attention_length": 62,
+    "seq2seq_attention_length": 65,
     "wavenet": 95,
     "transformer_overview": 100,
-    "transformer_attention": 78,
-    "transformer_results": 90,
+    "transformer_attention": 80,
+    "transformer_results": 85,
 }
+
+
+#: The width of the slide's content area, which ``width="..%"`` refers to: 1237 of the 1280 px
+#: (measured in the RISE slideshow by tests/e2e: a 90% picture is shown 1113 px wide).
+CONTENT_WIDTH_PX = 1237
 
 
 def shown_px(name: str) -> float:
     """Width in px at which the deck shows picture ``name`` on the 1280 px slide."""
-    return typography.SLIDE_WIDTH_PX * SHOWN_WIDTH[name] / 100
+    return CONTENT_WIDTH_PX * SHOWN_WIDTH[name] / 100
 
 
 class FigureUnavailable(RuntimeError):
@@ -159,7 +164,7 @@ def seq2seq_lite() -> Figure:
         ax,
         (vx, y_cell - n_slots * slot / 2 - 0.35),
         "the whole\nsentence\nmust fit here",
-        fontsize=17,
+        fontsize=18,
         color=C["vermillion"],
         va="top",
     )
@@ -186,7 +191,7 @@ def seq2seq_lite() -> Figure:
         bold=True,
         color=C["blue"],
     )
-    text(ax, ((enc[0].x + enc[-1].x) / 2, -0.45), "source S", fontsize=17, color="#555555")
+    text(ax, ((enc[0].x + enc[-1].x) / 2, -0.45), "source S", fontsize=18, color="#555555")
     text(
         ax,
         ((dec[0].x + dec[-1].x) / 2, 5.35),
@@ -199,7 +204,7 @@ def seq2seq_lite() -> Figure:
         ax,
         ((dec[0].x + dec[-1].x) / 2, -0.45),
         "previous output fed back as the next input",
-        fontsize=17,
+        fontsize=18,
         color="#555555",
     )
     return fig
@@ -449,11 +454,11 @@ def _sublayers(
             "Norm",
             color=_NORM,
             fill=0.5,
-            fontsize=17,
+            fontsize=17.5,
             rotation=90,
         )
         arrow(ax, prev, bar.left)
-        sub = box(ax, (bar.right[0] + gap + w / 2, y), w, h, label, color=color, fontsize=17)
+        sub = box(ax, (bar.right[0] + gap + w / 2, y), w, h, label, color=color, fontsize=17.5)
         arrow(ax, bar.right, sub.left)
         plus = node(ax, (sub.right[0] + gap + r, y), r, "+", fontsize=18, fill=1.0)
         arrow(ax, sub.right, plus.left)
@@ -473,7 +478,7 @@ def transformer_overview() -> Figure:
     frames = {}
     for lane, y in lanes.items():
         is_dec = lane == "dec"
-        text(ax, (0.95, y), "Outputs\n(shifted right)" if is_dec else "Inputs", fontsize=17)
+        text(ax, (0.95, y), "Outputs\n(shifted right)" if is_dec else "Inputs", fontsize=17.5)
         emb = box(
             ax,
             (3.75, y),
@@ -482,7 +487,7 @@ def transformer_overview() -> Figure:
             "Output\nEmbedding" if is_dec else "Input\nEmbedding",
             color=_EMB,
             fill=0.6,
-            fontsize=17,
+            fontsize=17.5,
         )
         arrow(ax, (2.25 if is_dec else 1.65, y), emb.left)
         plus = node(ax, (5.6, y), 0.32, "+", fontsize=20, fill=1.0)
@@ -498,7 +503,7 @@ def transformer_overview() -> Figure:
             zorder=4,
         )
         arrow(ax, pe.bottom if is_dec else pe.top, plus.top if is_dec else plus.bottom)
-        text(ax, (plus.x - 0.6, py), "Positional\nencoding", fontsize=17, ha="right")
+        text(ax, (plus.x - 0.6, py), "Positional\nencoding", fontsize=17.5, ha="right")
         if is_dec:
             parts = [
                 ("Masked\nself-\nattention", _ATTN, 2.0),
@@ -518,7 +523,7 @@ def transformer_overview() -> Figure:
             "Norm",
             color=_NORM,
             fill=0.5,
-            fontsize=17,
+            fontsize=17.5,
             rotation=90,
         )
         arrow(ax, (x_stack, y), final.left)
@@ -543,7 +548,7 @@ def transformer_overview() -> Figure:
             ax,
             (x_stack, label_y),
             ("Decoder" if is_dec else "Encoder") + r"  $\times N$ layers",
-            fontsize=17,
+            fontsize=17.5,
             bold=True,
             ha="right",
             va="bottom" if is_dec else "top",
@@ -552,7 +557,7 @@ def transformer_overview() -> Figure:
     y = lanes["dec"]
     _, x_end = frames["dec"]
     lin = box(
-        ax, (x_end + 0.95, y), 0.85, h, "Linear", color=_OUT, fill=0.55, fontsize=17, rotation=90
+        ax, (x_end + 0.95, y), 0.85, h, "Linear", color=_OUT, fill=0.55, fontsize=17.5, rotation=90
     )
     arrow(ax, (x_end, y), lin.left)
     soft = box(
@@ -563,12 +568,12 @@ def transformer_overview() -> Figure:
         "Softmax",
         color=_OUT,
         fill=0.55,
-        fontsize=17,
+        fontsize=17.5,
         rotation=90,
     )
     arrow(ax, lin.right, soft.left)
     arrow(ax, soft.right, (soft.right[0] + 0.55, y))
-    text(ax, (soft.right[0] + 0.65, y), "Output\nprobabilities", fontsize=17, ha="left")
+    text(ax, (soft.right[0] + 0.65, y), "Output\nprobabilities", fontsize=17.5, ha="left")
     # encoder output -> keys and values of the decoder's cross-attention
     enc_boxes, enc_end = frames["enc"]
     cross = frames["dec"][0][1]
@@ -589,14 +594,20 @@ def transformer_overview() -> Figure:
         ax,
         (cross.x + 0.2, y_mid + 0.15),
         "K, V from the encoder\n(cross-attention)",
-        fontsize=17,
+        fontsize=17.5,
         ha="left",
         va="bottom",
         bold=True,
         color=C["blue"],
     )
     text(
-        ax, (cross.left[0] - 0.25, y - 0.2), "Q", fontsize=17, va="top", bold=True, color=C["blue"]
+        ax,
+        (cross.left[0] - 0.25, y - 0.2),
+        "Q",
+        fontsize=17.5,
+        va="top",
+        bold=True,
+        color=C["blue"],
     )
     # three reminders in the free corner
     notes = [
@@ -606,8 +617,8 @@ def transformer_overview() -> Figure:
     ]
     for k, (head, body) in enumerate(notes):
         yk = 3.3 - 1.05 * k
-        text(ax, (17.2, yk), head, fontsize=17, bold=True, ha="left")
-        text(ax, (17.2, yk - 0.45), body, fontsize=17, ha="left", color="#444444")
+        text(ax, (17.2, yk), head, fontsize=17.5, bold=True, ha="left")
+        text(ax, (17.2, yk - 0.45), body, fontsize=17.5, ha="left", color="#444444")
     return fig
 
 

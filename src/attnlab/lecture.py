@@ -34,6 +34,7 @@ from .decode import decode, greedy
 from .experiments.language import load_results
 from .io import write_atomic
 from .recipes import default_configs, new_model
+from .typography import TYPE
 
 __all__ = [
     "Table",
@@ -72,12 +73,19 @@ class Table:
     header: list[str]
     rows: list[list[str]]
     caption: str = ""
+    first_width: int | None = None  # % of the width for the first column (row labels)
 
     def _repr_html_(self) -> str:
         # Inline styles: the offline export does not load the slideshow's rise.css.  Long
         # strings (digits) wrap inside their cell rather than run off the slide.
         td = '<td style="font-family: monospace; word-break: break-all; text-align: left">'
-        head = "".join(f"<th>{html.escape(h)}</th>" for h in self.header)
+        head = "".join(f'<th style="text-align: left">{html.escape(h)}</th>' for h in self.header)
+        cols = ""
+        if self.first_width:
+            rest = (100 - self.first_width) / max(len(self.header) - 1, 1)
+            widths = [self.first_width] + [rest] * (len(self.header) - 1)
+            cols = "<colgroup>" + "".join(f'<col style="width: {w:.1f}%">' for w in widths)
+            cols += "</colgroup>"
         body = "".join(
             "<tr>" + "".join(f"{td}{html.escape(str(c))}</td>" for c in row) + "</tr>"
             for row in self.rows
@@ -85,7 +93,7 @@ class Table:
         cap = f"<caption>{html.escape(self.caption)}</caption>" if self.caption else ""
         return (
             '<table class="attnlab-table" style="table-layout: fixed; width: 100%">'
-            f"{cap}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+            f"{cap}{cols}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
         )
 
     def __repr__(self) -> str:
@@ -302,6 +310,8 @@ def plot_timings(timings: dict[str, list[float]]) -> Picture:
 #: RISE slideshow and the offline export at 1280x720, so it is shown at its own size and
 #: its type at the size :mod:`attnlab.typography` sets.
 MAX_WIDTH_PX = 960
+#: The smallest cell of a heatmap of words (px on the slide).
+CELL_PX = 44
 
 
 def causal_demo(mask: torch.Tensor | None = None, n: int = 6, d_k: int = 8, seed: int = 0):
@@ -361,7 +371,7 @@ def three_attentions(model, text: str, layer: int = -1) -> Picture:
         ("masked decoder self", _mean_heads(w["decoder_self"][layer]), inputs, inputs),
         ("cross (decoder -> encoder)", _mean_heads(w["cross"][layer]), src, inputs),
     ]
-    fig, sizes = canvas.slide_figure(MAX_WIDTH_PX, 470)
+    fig, sizes = canvas.slide_figure(MAX_WIDTH_PX, 455)
     axes = fig.subplots(1, 3, width_ratios=[len(src), len(out) + 2, len(src) + 3])
     labels = [("source", "source"), ("decoder input", "decoder input"), ("source", "")]
     for k, (ax, (title, values, x, y)) in enumerate(zip(axes, panels, strict=True)):
@@ -510,7 +520,7 @@ def sequential_steps(lengths: Sequence[int] = (8, 32, 128, 512), d: int = 32) ->
         y = mha(x, x, x)  # all n positions at once: (n, d)
         rows.append([str(n), f"{graph_depth(h):,}", f"{graph_depth(y):,}"])
     return Table(
-        ["n tokens", "RNN (GRU): h_t needs h_{t-1}", "one self-attention layer"],
+        ["n tokens", "RNN (GRU cell, one step per token)", "one self-attention layer"],
         rows,
         caption="Longest chain of operations that must run one after another (autograd graph)",
     )
@@ -592,11 +602,12 @@ def teacher_forcing(model, text: str, target: str) -> Table:
     return Table(
         ["t", *(str(t) for t in range(1, len(inputs) + 1))],
         [
-            ["decoder input", *inputs],
-            ["teacher-forced", *pad(forced)],
-            ["decoded", *pad(decoded)],
+            ["input (shifted right)", *inputs],
+            ["training: predicted", *pad(forced)],
+            ["decoding: output", *pad(decoded)],
         ],
         caption,
+        first_width=22,
     )
 
 
@@ -652,13 +663,20 @@ def head_study(model, n: int = 300, seed: int = 4_000_000) -> Table:
 
 
 # --------------------------------------------------------------------------- real language
-def _sized_heatmaps(
-    x_labels, y_labels, panels: int = 1, extra_w: float = 150, extra_h: float = 120
-):
-    """A slide figure with ``panels`` heatmaps side by side, each big enough for every label."""
+def _sized_heatmaps(x_labels, y_labels, panels: int = 1, max_height: float = 520):
+    """A slide figure with ``panels`` heatmaps side by side, each big enough for every label.
+
+    Cells at least :data:`CELL_PX` square (and as much as ``heatmaps.heatmap_room`` asks), plus
+    room for the longest labels (x labels turned upright), the titles and one colorbar.
+    """
     room_w, room_h = heatmaps.heatmap_room(x_labels, y_labels)  # px at the shown size
-    width = min(MAX_WIDTH_PX, panels * room_w + extra_w + 40 * (panels - 1))
-    height = min(560, room_h + extra_h)
+    label_px = 0.62 * TYPE.tick  # about one character of a tick label
+    x_room = label_px * max(map(len, x_labels)) + 2.5 * TYPE.label  # upright ticks + label
+    y_room = label_px * max(map(len, y_labels)) + 2.5 * TYPE.label
+    cols_px = max(room_w, CELL_PX * len(x_labels), 5 * CELL_PX)
+    rows_px = max(room_h, CELL_PX * len(y_labels))
+    width = min(MAX_WIDTH_PX, panels * cols_px + y_room + 90 + 30 * (panels - 1))
+    height = min(max_height, rows_px + x_room + 2.5 * TYPE.title)
     fig, sizes = canvas.slide_figure(width, height)
     axes = fig.subplots(1, panels, squeeze=False)[0]
     return fig, sizes, axes
@@ -687,7 +705,7 @@ def self_attention_heads(model, text: str, layer: int = 0) -> Picture:
     src = w["source_tokens"]
     weights = w["encoder_self"][layer]  # (h, n, n)
     h = weights.shape[0]
-    fig, sizes, axes = _sized_heatmaps(src, src, panels=h, extra_w=120)
+    fig, sizes, axes = _sized_heatmaps(src, src, panels=h)
     for k, ax in enumerate(axes):
         heatmaps.still_heatmap(
             ax, weights[k], src, src, title=f"head {k + 1}", colorbar=k == h - 1,
@@ -714,7 +732,7 @@ def held_out_example(model, example: dict, what: str = "", layer: int | None = N
     """
     result = decode(model, example["source"])
     right = tokenize(result.text) == tokenize(example["reference"])
-    title = f"{what}held-out test string, output {'= reference' if right else '≠ reference'}"
+    title = f"{what}held out, output {'= reference' if right else '≠ reference'}"
     alpha = result.alpha[-1 if layer is None else layer]  # (h, T, n)
     alpha = alpha.mean(axis=0) if head is None else alpha[head]  # (T, n)
     x, y = result.source_tokens, result.output_tokens
@@ -785,7 +803,7 @@ def alpha_and_occlusion(example: dict, agreement: float) -> Picture:
     y = example["output_tokens"]
     alpha = np.asarray(example["alpha"])[:, :-1]  # (T, n - 1)
     drop = np.clip(np.asarray(example["occlusion"]), 0, None)  # (T, n - 1) nats
-    fig, sizes, (left, right) = _sized_heatmaps(x, y, panels=2, extra_w=170)
+    fig, sizes, (left, right) = _sized_heatmaps(x, y, panels=2)
     heatmaps.still_heatmap(
         left, alpha, x, y, title="alpha", xlabel="source i", ylabel="output t", sizes=sizes
     )
@@ -853,7 +871,7 @@ def equal_compute(cached: dict | None = None) -> Table:
             ]
         )
     return Table(
-        ["model", "parameters", "MFLOP per string", "PFLOP in training", "wall-clock"],
+        ["model", "parameters", "MFLOP per string", "TFLOP in training", "wall-clock"],
         rows,
         caption=f"{card['steps']} steps of {card['train']['batch_size']} strings each; FLOPs "
         "counted by torch (forward and backward)",

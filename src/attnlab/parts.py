@@ -3,22 +3,16 @@ r"""The replaceable parts of the models, and the one way to swap a function in f
 A model calls each part through an attribute that it looks up at call time, so a function put
 in that attribute runs inside the trained model:
 
-==================  ===================================  =====================================
-part                where the model calls it             called as
-==================  ===================================  =====================================
-``score``           ``RNNSearch.score`` (a module)       e = score(queries (B, m, d_s),
-                                                         keys (B, n, d_h)) -> (B, m, n)
-``masked_softmax``  ``attnlab.attention.masked_softmax``  alpha = masked_softmax(scores, mask)
-                    (``attention`` and
-                    ``scaled_dot_product_attention``
-                    read it from the module)
-``scaled_dot_product_attention``  ``attnlab.attention.             every head of MultiHeadAttention
-                    scaled_dot_product_attention``
-``decode_step``     ``RNNSearch.decode_step``            s_t, c_t, alpha = decode_step(s_{t-1},
-                                                         h, y_{t-1}, score, cell)
-``encoder_block``   ``forward`` of each                  x = block(x (B, n, d),
-                    ``Transformer.encoder_layers[l]``    src_mask (B, 1, n))
-==================  ===================================  =====================================
+* ``score``: ``RNNSearch.score`` (a module), e = score(queries (B, m, d_s), keys (B, n, d_h))
+  -> (B, m, n);
+* ``masked_softmax``: ``attnlab.attention.masked_softmax``, alpha = masked_softmax(scores,
+  mask) (``attention`` and ``scaled_dot_product_attention`` read it from the module);
+* ``scaled_dot_product_attention``: ``attnlab.attention.scaled_dot_product_attention``, every
+  head of ``MultiHeadAttention``;
+* ``decode_step``: ``RNNSearch.decode_step``, s_t, c_t, alpha_t = decode_step(s_{t-1}, h,
+  y_{t-1}, score, cell);
+* ``encoder_block``: ``forward`` of each ``Transformer.encoder_layers[l]``, x = block(x
+  (B, n, d), src_mask (B, 1, n)).
 
 :func:`swap` puts a function in every place of a part for the length of a ``with`` block and
 puts the library's back afterwards, whatever happens inside; ``make(original)`` builds the

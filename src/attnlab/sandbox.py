@@ -419,7 +419,8 @@ class _ModuleState:
             if t is not None
         }
         for t, *_ in self.tensors.values():
-            values.setdefault(id(t), t.detach().clone())
+            if id(t) not in values:  # the value as first seen, copied once per session
+                values[id(t)] = t.detach().clone()
         self.values = values
 
     def restore(self) -> list[str]:

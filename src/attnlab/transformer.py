@@ -113,7 +113,7 @@ class Transformer(Seq2SeqModel):
         """src (B, n) -> memory (B, n, d), src_mask (B, 1, n)."""
         src_mask = padding_mask(src_len, src.shape[1])[:, None, :]  # (B, 1, n)
         x = self._embed(self.src_emb, src)
-        for layer in self.encoder_layers:
+        for layer in self.encoder_layers:  # each block a replaceable part (attnlab.parts)
             x = layer(x, src_mask)
         return self.enc_ln(x), src_mask
 

@@ -227,6 +227,7 @@ def train_and_save(name: str, out_dir: Path, progress: bool = True) -> Path:
     try:
         corpus = load_corpus(recipe.lang)
         model, history = train(recipe, corpus, progress)
+        model = model.half().float()  # as it is stored (fp16) and loaded: the card scores that
         card = _card(name, recipe, model, history, corpus)
     finally:
         torch.set_num_threads(threads)

@@ -56,7 +56,13 @@ LATENCY_JSON = ARTIFACTS / "slider_latency.json"
 EXPORT_SIZE_JSON = ARTIFACTS / "export_size.json"
 
 # The widgets of attnlab.widgets.
-WIDGET_CLASSES = ("DecodeStepper", "ScaledDotExplorer", "ScoreLab", "PathLengthExplorer")
+WIDGET_CLASSES = (
+    "DecodeStepper",
+    "ScaledDotExplorer",
+    "ScoreLab",
+    "PathLengthExplorer",
+    "HeadView",
+)
 # A widget that failed to render shows its text form instead, e.g. "VBox(children=(...".
 _NAMES = "|".join(WIDGET_CLASSES)
 WIDGET_REPR = re.compile(
@@ -753,7 +759,8 @@ def time_slider(page, control: Control, moves: int = LATENCY_MOVES, quiet_s: flo
             )
             continue
         control.latencies_ms.append(latency)
-    control.changed = bool(control.latencies_ms) and pictures(cell) != first
+    # each timed move ended on a new picture (a move back to the first value may end on it)
+    control.changed = bool(control.latencies_ms)
     if not control.latencies_ms and not control.problem:
         control.problem = f"dragging the handle never moved it from {readout(handle)!r}"
 

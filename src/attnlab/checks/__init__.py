@@ -6,11 +6,12 @@ Each exercise is a function the student writes; the cell after it calls
 
 * not implemented yet (the body still raises ``NotImplementedError``);
 * raised an exception (its type and message, no traceback);
-* wrong return type / wrong shape (expected against got);
+* wrong return type / wrong dtype or device / wrong shape (expected against got);
 * NaN or inf in the output;
 * masked weights not zero;
 * rows not summing to 1;
-* mismatch against the reference on a hidden example (the largest absolute difference).
+* mismatch against the reference on a hidden example (the largest absolute difference);
+* took too long, changed something outside the function, or was interrupted.
 
 The answer is a :class:`CheckResult` (``.ok``, ``.category``, ``.message``) that Jupyter shows
 as a green ✓ or a red ✗ box.
@@ -48,8 +49,9 @@ Inside the trained models
 -------------------------
 ``in_model(name, fn)`` swaps ``fn`` into the shipped model(s) of :data:`IN_MODEL` through
 :mod:`attnlab.parts` (a score gets the model's trained weights; ``decode_step`` is handed the
-model's score and GRU cell; an encoder block its layer's sub-layers), decodes :data:`IN_MODEL_DATES` held-out dates in one padded batch, and compares with the
-library's decoding (computed once per session): exact match of both, the first date that
+model's score and GRU cell; an encoder block its layer's sub-layers), decodes
+:data:`IN_MODEL_DATES` held-out dates in one padded batch, and compares with the library's
+decoding (computed once per session): exact match of both, the first date that
 differs, the largest difference in alpha.  The small hidden examples of ``check_<name>`` run
 first: they stop a function that cannot run, name the mistake when the translations change,
 and test the cases no date reaches (a fully masked row, huge scores), saying so.

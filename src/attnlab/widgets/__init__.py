@@ -5,6 +5,7 @@
 * :class:`ScaledDotExplorer`: QK^T, QK^T/sqrt(d_k) and the softmax as d_k grows.
 * :class:`ScoreLab`: four RNNSearch models trained with the four scores read the same date.
 * :class:`PathLengthExplorer`: path lengths in RNNs, CNNs and self-attention.
+* :class:`HeadView`: every head of a trained Transformer on a date or a phrase the room types.
 
 Every widget is an ``ipywidgets.VBox`` that displays itself; see each class for the
 attributes that code and tests use.  Each renders its pictures when it is built, one per
@@ -14,8 +15,9 @@ and in an exported page without any kernel.  Type sizes come from ``attnlab.typo
 """
 
 from .decode_stepper import DecodeStepper
+from .head_view import HeadView
 from .path_length import PathLengthExplorer
 from .scaled_dot import ScaledDotExplorer
 from .score_lab import ScoreLab
 
-__all__ = ["DecodeStepper", "ScaledDotExplorer", "ScoreLab", "PathLengthExplorer"]
+__all__ = ["DecodeStepper", "ScaledDotExplorer", "ScoreLab", "PathLengthExplorer", "HeadView"]

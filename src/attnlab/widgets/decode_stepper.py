@@ -22,7 +22,9 @@ kernel, and what the widget reports is what the frame shows.
 
 ``score=`` swaps any function (query (B, m, d_q), keys (B, n, d_k)) -> scores (B, m, n) in
 for the RNNSearch model's trained score while it decodes (the model is restored after): an
-edit-me cell of the deck.  A broken function shows its error inside the widget.
+edit-me cell of the deck.  It is swapped in through :mod:`attnlab.parts` and guarded by
+:mod:`attnlab.sandbox` (a time budget; what it changes is put back): whatever goes wrong,
+``SystemExit`` included, is a message inside the widget.
 """
 
 from __future__ import annotations
@@ -74,7 +76,7 @@ DEFAULT_DATE = "3 May 1979"
 #: What the box starts with for each kind of model (by the end of its name).
 DEFAULT_TEXT = {"dates": DEFAULT_DATE, "en-fr": "Default cell type", "en-de": "Close all tabs"}
 MEAN = -1  # the "head" that averages the heads
-WIDTH_PX, HEIGHT_PX = 700, 400  # the smallest picture; larger when its labels need the room
+WIDTH_PX, HEIGHT_PX = 700, 360  # the smallest picture; larger when its labels need the room
 SUB = str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉")
 
 
@@ -122,16 +124,17 @@ class DecodeFrames:
     def _figure(self, source_tokens: list[str], output_tokens: list[str]) -> None:
         tick = TYPE.tick
         room_w, room_h = heatmap_room(source_tokens, output_tokens, tick)
-        level_w, _ = heatmap_room(source_tokens, output_tokens, tick, turn=False)
-        upright = level_w > room_w * 1.001  # the labels that do not fit level are turned
-        longest = max(len(literal(s)) for s in [*source_tokens, *output_tokens, "x"])
-        label_px = (0.62 * longest + 0.3) * tick  # the longest label, as wide as it is
         ys = max(len(literal(s)) for s in [*output_tokens, "x"])
-        left = 14 + 1.6 * TYPE.label + (0.62 * ys + 0.3) * tick
-        bottom = 18 + 1.4 * TYPE.label + 1.5 * TYPE.caption + (label_px if upright else 1.4 * tick)
-        top, right = 34 + 1.5 * TYPE.title + 1.4 * TYPE.caption, 80
-        # the colorbar takes 0.046 + 0.03 of the axes' width (Heatmap): give it back
-        W = max(WIDTH_PX, left + max(room_w, 220) / (1 - 0.046 - 0.03) * 1.02 + right)
+        left, right = 14 + 1.6 * TYPE.label + (0.62 * ys + 0.3) * tick, 80
+        bar = 1 - 0.046 - 0.03  # the colorbar takes the rest of the axes' width (Heatmap)
+        W = max(WIDTH_PX, left + max(room_w, 220) / bar * 1.02 + right)
+        # the labels stand level where they fit the axes (as Heatmap decides), else upright
+        level_w, _ = heatmap_room(source_tokens, output_tokens, tick, turn=False)
+        upright = level_w > (W - left - right) * bar
+        longest = max(len(literal(s)) for s in [*source_tokens, "x"])
+        label_px = (0.62 * longest + 0.3) * tick if upright else 1.4 * tick
+        bottom = 18 + 1.4 * TYPE.label + 1.5 * TYPE.caption + label_px
+        top = 34 + 1.5 * TYPE.title + 1.4 * TYPE.caption
         H = max(HEIGHT_PX, top + max(room_h, 120) * 1.02 + bottom)
         self.width_px, self.height_px = int(round(W)), int(round(H))
         self.fig, self.sizes = slide_figure(self.width_px, self.height_px, layout=None)
@@ -282,6 +285,7 @@ class DecodeStepper(BaseWidget):
         self.slider = widgets.SelectionSlider(options=["1"], index=0, description="step t")
         self.grid = FrameGrid([(self.slider, "index")], (1,), 0)
         self.frames = self.grid.root
+        self.frames.layout.flex = "0 0 auto"  # the picture at its own width, never squeezed
         self.info = widgets.HTML(layout={"width": "300px", "margin": "40px 0 0 12px"})
         # In the browser the slider picks the frame: no kernel needed (exported HTML too).
         self.links = [

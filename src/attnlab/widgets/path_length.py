@@ -153,8 +153,9 @@ class PathLengthExplorer(BaseWidget):
         self.children = [
             widgets.HBox([self.n_slider, self.k_slider]),
             self.message_box,
-            widgets.HBox([widgets.VBox([g.root for g in self.grids.values()]), self.tables.root],
-                         layout={"align_items": "flex-start"}),
+            widgets.HBox([widgets.VBox([g.root for g in self.grids.values()],
+                                       layout={"flex": "0 0 auto"}),  # never squeezed
+                          self.tables.root], layout={"align_items": "flex-start"}),
         ]  # fmt: skip
         for grid in (*self.grids.values(), self.tables):
             grid.select()

@@ -1,0 +1,238 @@
+r"""HeadView: every head of a trained Transformer on a date or a phrase of the room's own.
+
+One panel per head of the chosen layer: the cross-attention alpha (output tokens y_t down,
+source tokens across) or the encoder self-attention (source tokens both ways), every token
+labelled (words for the language models, ``<unk>`` for a word the model never saw).  The
+model chooser offers the installed Transformers (dates, English->French, English->German);
+the box takes the text, decoded on Enter.  Attention and layer are toggles whose frames are
+rendered when the text is decoded (:class:`attnlab.widgets._frames.FrameGrid`): they work in
+an exported page without a kernel, and the readouts (``weights``, the tokens) are the frame's.
+Bad text (empty, too long) gives a one-line message inside the widget, never a traceback.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import ipywidgets as widgets
+import numpy as np
+
+from attnlab import checkpoints
+from attnlab.canvas import png_bytes, slide_figure
+from attnlab.data import UNK
+from attnlab.heatmaps import Heatmap, heatmap_room
+from attnlab.typography import TYPE, literal
+
+from ._base import BaseWidget, load_model, one_thread, short
+from ._frames import FrameGrid
+from .decode_stepper import DEFAULT_TEXT, MODELS, _kind
+
+__all__ = ["HeadView", "KINDS", "TRANSFORMERS"]
+
+#: The Transformers the chooser offers (those installed).
+TRANSFORMERS = tuple(name for name in MODELS if name.startswith("transformer-"))
+#: The attentions shown: the key of ``model.attention_weights`` and its panel's axes.
+KINDS = {
+    "cross-attention": ("cross", "source (keys)", "output (queries)"),
+    "encoder self-attention": ("encoder_self", "source (keys)", "source (queries)"),
+}
+WIDTH_PX = 1180  # the widest picture; a long text makes it taller (two rows of heads)
+
+
+def _figure(keys: list[str], queries: list[str], heads: int):
+    """A figure with one panel per head, each large enough for every key and query label."""
+    tick = TYPE.tick
+    need_w, need_h = heatmap_room(keys, queries, tick)
+    ys = max(len(literal(q)) for q in [*queries, "x"])
+    left = 16 + 1.6 * TYPE.label + (0.62 * ys + 0.3) * tick
+    right, gap = 70, 16
+    bar = 1 / (1 - 0.046 - 0.03)  # the colorbar's share of the last panel (Heatmap)
+    cols = next(c for c in (heads, 2, 1)
+                if left + right + (c - 1 + bar) * need_w + (c - 1) * gap <= WIDTH_PX or c == 1)  # fmt: skip
+    rows = -(-heads // cols)
+    longest = max(len(literal(k)) for k in [*keys, "x"])
+    title_px = 1.5 * TYPE.label + 10
+    labels_px = 1.4 * TYPE.label + (0.62 * longest + 0.3) * tick + 16
+    panel_h = max(need_h * 1.02, 100)
+    height = rows * (title_px + panel_h + labels_px) + 1.5 * TYPE.title + 10
+    fig, sizes = slide_figure(WIDTH_PX, height, layout=None)
+    fig.subplots_adjust(left=left / WIDTH_PX, right=1 - right / WIDTH_PX,
+                        top=1 - (title_px + 1.5 * TYPE.title + 10) / height,
+                        bottom=labels_px / height,
+                        wspace=gap * cols / ((cols - 1 + bar) * need_w),
+                        hspace=(title_px + labels_px) / panel_h)  # fmt: skip
+    ratios = [1.0] * (cols - 1) + [bar]
+    axes = fig.subplots(rows, cols, squeeze=False, width_ratios=ratios).ravel()
+    for ax in axes[heads:]:
+        ax.set_axis_off()
+    return fig, sizes, axes[:heads], cols
+
+
+def picture(weights: np.ndarray, keys: list[str], queries: list[str], title: str, axes_names):
+    """(h, m, n) weights of one layer, one panel per head: the PNG."""
+    heads = weights.shape[0]
+    fig, sizes, axes, cols = _figure(keys, queries, heads)
+    xlabel, ylabel = axes_names
+    for j, ax in enumerate(axes):
+        heat = Heatmap(ax, f"head {j + 1}", colorbar=j % cols == cols - 1, sizes=sizes,
+                       xlabel=xlabel, ylabel=ylabel if j % cols == 0 else "")  # fmt: skip
+        heat.image.set_animated(False)  # a still picture per frame
+        heat.set_labels(keys, queries)
+        heat.set_data(weights[j])
+        if j % cols:  # the same queries in every panel of a row: labelled on its left only
+            ax.sharey(axes[j - j % cols])
+            ax.tick_params(labelleft=False)
+    fig.suptitle(literal(title), fontsize=sizes.title)
+    with warnings.catch_warnings():  # a glyph the font lacks: a box, never a warning
+        warnings.simplefilter("ignore", UserWarning)
+        return png_bytes(fig, draw=True, palette=True)
+
+
+class HeadView(BaseWidget):
+    """Every head of one layer of a trained Transformer, on a text the room types.
+
+    ``HeadView(model="transformer-dates", text=None)``: a model name or a loaded Transformer;
+    ``text`` what it reads first (default: a date, or a phrase for a language model).
+
+    Attributes for code and tests: ``model_chooser`` (Dropdown), ``text`` (Text, on Enter),
+    ``kind`` (ToggleButtons over :data:`KINDS`), ``layer`` (ToggleButtons "layer 1".."layer
+    L"), ``grid`` (FrameGrid: kind > layer), ``frames``, ``links``, ``frame`` (the Frame the
+    toggles select: ``data`` holds weights (h, m, n), keys, queries, kind, layer); from it
+    ``weights``, ``key_tokens``, ``query_tokens``; ``model``, ``unknown`` (words read as <unk>),
+    ``image``, ``message``.
+    """
+
+    def __init__(self, model="transformer-dates", text: str | None = None):
+        super().__init__()
+        self._models: dict[str, object] = {}
+        name = model if isinstance(model, str) else self._given(model)
+        self.model = None
+        self.unknown: list[str] = []
+        try:
+            installed = set(checkpoints.available())
+        except OSError:
+            installed = set()
+        options = [(MODELS[m], m) for m in TRANSFORMERS if m in installed]
+        options += [(k, k) for k in self._models if k not in MODELS]
+        if name not in {v for _, v in options}:
+            options.append((MODELS.get(name, name), name))
+        self.model_chooser = widgets.Dropdown(
+            options=options, value=name, description="model", layout={"width": "380px"},
+            style={"description_width": "60px"},
+        )  # fmt: skip
+        box = "date" if _kind(name) == "dates" else "phrase"
+        self.text = widgets.Text(
+            value=DEFAULT_TEXT[_kind(name)] if text is None else str(text), description=box,
+            continuous_update=False, placeholder="type, then Enter", layout={"width": "380px"},
+            style={"description_width": "70px"},
+        )  # fmt: skip
+        self.kind = widgets.ToggleButtons(options=list(KINDS), style={"button_width": "230px"})
+        self.layer = widgets.ToggleButtons(options=["layer 1"], style={"button_width": "100px"})
+        self.grid = FrameGrid([(self.kind, "index"), (self.layer, "index")], (len(KINDS), 1), 0)
+        self.frames, self.links = self.grid.root, self.grid.links
+        self.children = [
+            widgets.HBox([self.model_chooser, self.text]),
+            widgets.HBox([self.kind, self.layer]),
+            self.message_box,
+            self.frames,
+        ]
+        self.text.observe(lambda _: self._run(self._decode), names="value")
+        self.model_chooser.observe(self._on_model, names="value")
+        self._name = None
+        if self._run(lambda: self._use(name)) and self._run(self._decode):
+            self._name = name
+
+    def _given(self, model) -> str:
+        card = getattr(model, "card", None) or {}
+        name = str(card.get("name") or f"{type(model).__name__} (given)")
+        self._models[name] = model
+        return name
+
+    def _run(self, action) -> bool:
+        ok = self.guard(action)
+        if ok and self.unknown:
+            words = ", ".join(f"'{w}'" for w in self.unknown[:6])
+            self.show_message(f"Not in the model's vocabulary, read as {UNK}: {words}")
+        return ok
+
+    def _use(self, name: str) -> None:
+        if name not in self._models:
+            self._models[name] = load_model(name)  # FileNotFoundError/CheckpointError
+        model = self._models[name]
+        if not hasattr(model, "attention_weights"):
+            raise ValueError(f"{name} has no attention heads: choose a Transformer")
+        self.model = model
+
+    def _on_model(self, change) -> None:
+        new, old = change["new"], self._name
+        if (
+            old is not None
+            and _kind(new) != _kind(old)
+            and self.text.value == DEFAULT_TEXT[_kind(old)]
+        ):
+            self.text.value = DEFAULT_TEXT[_kind(new)]  # decoded by the old model: harmless
+        self.text.description = "date" if _kind(new) == "dates" else "phrase"
+        if self._run(lambda: self._use(new)) and self._run(self._decode):
+            self._name = new
+            return
+        message = self.message
+        if old is not None and old != new:
+            self.model_chooser.value = old
+        self.show_message(message)
+
+    def _decode(self) -> None:
+        """Every kind and layer of the model on ``text.value``: one frame each."""
+        if self.model is None:
+            raise ValueError("No model is loaded.")
+        with one_thread():
+            w = self.model.attention_weights(self.text.value)  # InvalidInput on bad text
+        src, out = list(w["source_tokens"]), list(w["output_tokens"])
+        layers = w["cross"].shape[0]
+        with self.hold_trait_notifications():
+            self.layer.options = [f"layer {i + 1}" for i in range(layers)]
+        self.grid = FrameGrid([(self.kind, "index"), (self.layer, "index")],
+                              (len(KINDS), layers), 0)  # fmt: skip
+        for k, (label, (key, xlabel, ylabel)) in enumerate(KINDS.items()):
+            queries = src if key == "encoder_self" else out
+            for layer in range(layers):
+                weights = np.asarray(w[key][layer], dtype=float)  # (h, m, n)
+                title = short(f"{self.model_chooser.value}, {label}, layer {layer + 1}", 70)
+                png = picture(weights, src, queries, title, (xlabel, ylabel))
+                self.grid.set((k, layer), png, weights=weights, keys=src, queries=queries,
+                              kind=label, layer=layer + 1)  # fmt: skip
+        self.grid.select()
+        self.frames, self.links = self.grid.root, self.grid.links
+        self.children = [*self.children[:3], self.frames]
+        vocab = getattr(self.model, "src_vocab", None)
+        self.unknown = []
+        if UNK in src and vocab is not None and getattr(vocab, "level", "char") == "word":
+            read = vocab.tokens(self.text.value)
+            self.unknown = list(dict.fromkeys(t for t in read if t not in vocab.stoi))
+
+    # ------------------------------------------------------------------ readouts
+    @property
+    def frame(self):
+        return self.grid.frame()
+
+    @property
+    def weights(self) -> np.ndarray:
+        return self.frame.data["weights"]
+
+    @property
+    def key_tokens(self) -> list[str]:
+        return list(self.frame.data["keys"])
+
+    @property
+    def query_tokens(self) -> list[str]:
+        return list(self.frame.data["queries"])
+
+    @property
+    def image(self) -> widgets.Image:
+        return self.frame.view
+
+    def describe(self) -> str:
+        return f"HeadView: {self.model_chooser.value} on {short(self.text.value, 40)!r}"
+
+    def png(self) -> bytes:
+        data = self.frame.view.value
+        return bytes(data) if data else b""
