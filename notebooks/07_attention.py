@@ -258,37 +258,26 @@ lecture.equal_compute()
 # * A seq2seq model with **no RNN and no CNN**: attention alone connects the positions.
 # * Encoder tokens attend to every source token; a decoder token to the decoder tokens up to
 #   its own position (causal mask) and to every source token (cross-attention).
-# * Payoff: in training, a layer takes a **constant number of sequential steps**, not $n$.
-
-# %% [markdown] slideshow={"slide_type": "notes"}
-# The whole idea in one sentence: attention replaces recurrence. Careful with "every position
-# to every other": true in the encoder, false in the decoder's masked self-attention, and
-# cross-attention links the decoder to the source only. Next slide: what "parallel" means,
-# measured.
-# Minutes: 1
-
-# %% [markdown] slideshow={"slide_type": "subslide"}
-# ### What can run in parallel: sequential steps, measured
-#
-# An RNN's $h_t$ needs $h_{t-1}$: $n$ steps one after another, on any hardware. Self-attention
-# computes all $n$ positions from the same inputs. The longest chain of operations that must
-# wait for each other, counted in the autograd graph:
+# * Payoff: an RNN's $h_t$ waits for $h_{t-1}$; self-attention computes all $n$ positions at
+#   once. The longest chain of operations that must wait for each other (autograd graph):
 
 # %%
 lecture.sequential_steps(lengths=[8, 32, 128, 512], d=32)
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # Fewer sequential steps, **not less work**: a self-attention layer does $O(n^2 d)$ work (Table 1),
-# which a GPU runs at once; on this deck's single CPU thread it does not run faster.
+# which a GPU runs at once; on this deck's single CPU thread it is not faster.
 
 # %% [markdown] slideshow={"slide_type": "notes"}
-# The count grows with n for the RNN (about 10 operations per step: the GRU cell's gates) and is
-# 19 for self-attention whatever n is. That is the claim "parallel over positions": nothing in
-# attention waits for a previous position. Whether that is faster depends on the hardware: on a
-# GPU with thousands of cores, yes (what made the Transformer fast to train); on one CPU thread
-# the total work decides, and attention's n^2 d work grows faster than the RNN's n d^2 once n >
-# d (the backup slide shows forward times on one thread).
-# Minutes: 2
+# The whole idea in one sentence: attention replaces recurrence. Careful with "every position
+# to every other": true in the encoder, false in the decoder's masked self-attention, and
+# cross-attention links the decoder to the source only. "Parallel over positions", measured:
+# the RNN's chain grows with n (about 10 operations per step: the GRU cell's gates), attention's
+# is 19 whatever n is: nothing in attention waits for a previous position. Whether that is
+# faster depends on the hardware: on a GPU with thousands of cores, yes (what made the
+# Transformer fast to train); on one CPU thread the total work decides, and attention's n^2 d
+# grows faster than the RNN's n d^2 once n > d (a backup slide shows forward times).
+# Minutes: 3
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ### Self-attention

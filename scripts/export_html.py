@@ -208,6 +208,7 @@ def slides_config(nb: nbformat.NotebookNode) -> Config:
     c.SlidesExporter.jquery_url = JQUERY_URL
     c.SlidesExporter.widget_renderer_url = WIDGETS_URL
     c.SlidesExporter.embed_images = True  # pictures next to the notebook become data: URLs
+    c.SlidesExporter.anchor_link_text = ""  # no "¶" beside the slide titles
     return c
 
 

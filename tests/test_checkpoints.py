@@ -52,12 +52,13 @@ def only_meta_models():
 def test_every_shipped_model_loads_small_and_fast(name):
     weights = checkpoints.weights_path(name)
     assert weights.parent == CHECKPOINT_DIR and weights.name.startswith(f"{name}.")
-    assert weights.stat().st_size <= 1_000_000
+    words = checkpoints.load_card(name).get("tokens") == "word"  # issue 19: 25 MB for all four
+    assert weights.stat().st_size <= (10_000_000 if words else 1_000_000)
     assert (CHECKPOINT_DIR / f"{name}.json").stat().st_size <= 1_000_000
     model = attnlab.load(name)  # the 0.3 s target is printed by benchmarks/training.py
     assert model.kind == KINDS[name.split("-")[0]]
     assert CARD_FIELDS <= set(model.card)
-    assert model.card["task"] == name.split("-")[1]
+    assert name.split("-", 1)[1].startswith(model.card["task"])  # dates-dot: dates; en-fr
     assert not model.training
     assert model.max_src_len == model.card["config"]["max_src_len"]
     assert model.src_vocab.to_list() == model.card["src_vocab"]

@@ -189,7 +189,7 @@ def test_models_accept_their_own_sizes():
 def test_transformer_forward_returns_logits_and_keeps_every_weight(batch):
     model = _model("transformer")
     logits = model(batch["src"], batch["src_len"], batch["tgt_in"])
-    w = model.weights()  # what the attentions kept from that pass
+    w = model.kept_weights()  # what the attentions kept from that pass
     B, n = batch["src"].shape
     T = batch["tgt_in"].shape[1]
     L, h = model.config.num_layers, model.config.num_heads
@@ -202,7 +202,7 @@ def test_transformer_forward_returns_logits_and_keeps_every_weight(batch):
     for i, length in enumerate(batch["src_len"].tolist()):
         assert float(w["cross"][i, ..., length:].abs().sum()) == 0.0
     model(batch["src"][:1], batch["src_len"][:1], batch["tgt_in"][:1])  # a second pass:
-    assert model.weights()["cross"].shape[0] == 1  # the weights are those of the last one
+    assert model.kept_weights()["cross"].shape[0] == 1  # the weights are those of the last one
 
 
 # --------------------------------------------------------------------------- the registry

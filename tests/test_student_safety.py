@@ -51,7 +51,7 @@ def run(code: str, timeout: float = 120) -> dict:
 def test_a_reference_computed_while_the_library_is_patched_is_not_poisoned():
     r = run("""
         orig = attention.masked_softmax
-        attention.masked_softmax = lambda s, m=None: torch.softmax(s, -1)
+        attention.masked_softmax = lambda s, m=None: torch.softmax(s * 0.5, -1)  # alpha changes
         first = checks.in_model("dot_score", checks.reference("dot_score"))  # the first call
         kept = attention.masked_softmax is not orig  # the user's patch is theirs to undo
         attention.masked_softmax = orig
@@ -299,8 +299,12 @@ def test_the_decode_stepper_stops_a_slow_score_and_names_a_patch():
         a = DecodeStepper(model="rnnsearch-dates-dot", score=slow).message
         took = time.perf_counter() - start
         b = DecodeStepper(model="rnnsearch-dates-dot", score=patches).message
-        out(a=a, took=took, b=b, back=attention.masked_softmax is orig)
+        def stopped(query, keys):
+            raise KeyboardInterrupt  # as the kernel's stop button raises it
+        c = DecodeStepper(model="rnnsearch-dates-dot", score=stopped).message
+        out(a=a, took=took, b=b, back=attention.masked_softmax is orig, c=c)
     """)
+    assert r["c"].startswith("Interrupted")
     assert "took longer than 2 s" in r["a"] and r["took"] < 25
     assert "changed `attention.masked_softmax`; it was put back" in r["b"] and r["back"]
 
@@ -372,6 +376,9 @@ def test_the_course_tool_refuses_a_symlink_into_the_repository(tmp_path):
         done = course(str(tmp_path), "--assignment", "other")
         assert done.returncode != 0 and "leads out of the course folder" in done.stderr
         assert not any(outside.iterdir())
+        for path in ("../../notebooks", str(ROOT / "notebooks")):  # --assignment pointing there
+            done = course(str(tmp_path), "--assignment", path)
+            assert done.returncode != 0 and "refusing" in done.stderr, done.stderr
         done = course(str(ROOT / "notebooks"))  # a course folder inside the repository
         assert done.returncode != 0 and "refusing" in done.stderr
     finally:
@@ -430,3 +437,17 @@ def test_the_course_tool_answers_a_read_only_folder_in_one_line(tmp_path, monkey
     message = str(info.value)
     assert "permission denied" in message and "\n" not in message
     assert message.startswith("attnlab.course: cannot write")
+
+
+def test_a_whole_in_model_has_a_budget_too():
+    r = run("""
+        sandbox.RUN_BUDGET_S = 1.0  # 10 s by default; each call below stays under 2 s
+        def slow(s, h):
+            time.sleep(0.3)
+            return s @ h.transpose(-2, -1)
+        start = time.perf_counter()
+        result = checks.in_model("dot_score", slow)
+        out(message=result.message, took=time.perf_counter() - start)
+    """)
+    assert "took longer than 1 s in all" in r["message"], r["message"]
+    assert r["took"] < 10

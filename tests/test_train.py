@@ -19,7 +19,7 @@ from attnlab.batches import encode_pairs, evaluate
 from attnlab.cli import main
 from attnlab.data import TASKS, dates
 from attnlab.experiments.length import MODELS as LENGTH_MODELS
-from attnlab.recipes import SHIPPED_RECIPES, TrainConfig, default_configs
+from attnlab.recipes import LANGUAGE_RECIPES, SHIPPED_RECIPES, TrainConfig, default_configs
 from attnlab.train import fit
 
 TINY = TrainConfig(lr=1e-2, max_steps=6, eval_every=3, n_train=300, n_valid=40, batch_size=16)
@@ -358,7 +358,9 @@ def test_python_m_attnlab_train_points_to_the_cli_and_trains_nothing():
 
 
 def test_the_recipes_cover_every_shipped_model_and_match_its_card():
-    assert set(SHIPPED_RECIPES) | set(LENGTH_MODELS) == set(checkpoints.SHIPPED)
+    assert set(SHIPPED_RECIPES) | set(LENGTH_MODELS) | set(LANGUAGE_RECIPES) == set(
+        checkpoints.SHIPPED
+    )
     for name, (kind, task, changes) in SHIPPED_RECIPES.items():
         card = checkpoints.load_card(name)
         assert (card["kind"], card["task"]) == (kind, task)

@@ -34,6 +34,7 @@ from attnlab.attention import causal_mask, dot_score, masked_softmax, scaled_dot
 from attnlab.data import UNK, Vocab
 from attnlab.decode import decode
 from attnlab.seq2seq import RNNConfig, RNNSearch
+from attnlab.transformer import Transformer, TransformerConfig
 from attnlab.widgets import (
     DecodeStepper,
     HeadView,
@@ -331,6 +332,22 @@ def test_stepper_reads_a_phrase_with_word_tokens_and_shows_unknown_words(word_mo
     assert w.message == "" and w.unknown == [] and UNK not in w.source_tokens
 
 
+def test_stepper_offers_the_shipped_english_french_model_and_its_words():
+    w = DecodeStepper()
+    assert "rnnsearch-en-fr" in {v for _, v in w.model_chooser.options}
+    w.model_chooser.value = "rnnsearch-en-fr"  # the box switches to a phrase of its kind
+    assert w.message == "" and w.text.description == "phrase"
+    assert w.text.value == decode_stepper.DEFAULT_TEXT["en-fr"]
+    d = decode(w.model, w.text.value)
+    assert w.source_tokens == d.source_tokens and w.translation == d.text
+    assert w.source_tokens[:-1] == w.text.value.lower().split()  # words, not characters
+    heat = record(w.png())["heatmaps"][0]
+    assert heat["keys_labelled"] == d.source_tokens and heat["queries_labelled"] == d.output_tokens
+    check_readable(w.png())
+    w.model_chooser.value = "rnnsearch-dates"  # and back: a date again
+    assert w.message == "" and w.text.value == decode_stepper.DEFAULT_DATE
+
+
 @pytest.mark.parametrize("what", list(BAD_PHRASES))
 def test_stepper_word_model_bad_input_gives_a_message_never_a_crash(word_model, what):
     w = DecodeStepper(word_model, "default cell type")
@@ -605,6 +622,13 @@ def lab(score_models):
     return ScoreLab(score_models)
 
 
+def test_score_lab_starts_on_the_first_date_chosen_and_shown(score_models):
+    lab = ScoreLab(score_models)
+    assert lab.date.value == score_lab.EXAMPLE_DATES[0] and lab.date.index == 0
+    assert browser_frame(lab, lab.grid).data["text"] == score_lab.EXAMPLE_DATES[0]
+    check_display(lab, f"ScoreLab: dot, scaled dot, general, additive on '{lab.date.value}'")
+
+
 def test_score_lab_shows_each_trained_models_alpha_on_the_same_date(lab, score_models):
     for date in lab.date.options:
         lab.date.value = date
@@ -639,7 +663,7 @@ def test_score_lab_dates_work_without_a_kernel_and_typed_ones_are_added(lab):
     before = len(lab.frames.children)
     for bad in BAD_INPUTS.values():
         lab.text.value = bad
-        assert lab.message or not bad.strip(), bad  # an empty box adds nothing, says nothing
+        assert lab.message and "Traceback" not in lab.message, bad
         assert len(lab.frames.children) == before  # nothing added
 
 
@@ -828,3 +852,22 @@ def test_head_view_offers_the_installed_transformers_and_reads_a_phrase(word_mod
     assert w.message == ""
     rnn = HeadView(word_model)  # a model without heads: said inside the widget
     assert "no attention heads" in rnn.message
+
+
+def test_head_view_reads_words_and_shows_unknown_ones():
+    torch.manual_seed(0)
+    src = Vocab("close all tabs default cell type".split(), level="word")
+    tgt = Vocab("alle tabs schließen standard zelltyp".split(), level="word")
+    model = Transformer(src, tgt, TransformerConfig(max_src_len=12, max_tgt_len=8))
+    model.card = {"name": "tiny-en-de"}
+    w = HeadView(model, "Close all bananas")
+    assert w.text.description == "phrase"
+    assert "bananas" in w.message and UNK in w.message and w.unknown == ["bananas"]
+    assert w.key_tokens == ["close", "all", UNK, "<eos>"]  # word tokens, <unk> visible
+    for heat in record(w.png())["heatmaps"]:
+        assert heat["keys_labelled"] == w.key_tokens
+    for what, (text, said) in BAD_PHRASES.items():
+        w.text.value = text  # must not raise
+        assert said in w.message and "Traceback" not in w.message, what
+    w.text.value = "close all tabs"
+    assert w.message == "" and w.key_tokens == ["close", "all", "tabs", "<eos>"]

@@ -388,7 +388,7 @@ def _histogram(lengths: list[int], edges=(1, 3, 5, 7, 9, 11, 13, 16, 23)) -> str
     for lo, hi in zip(edges, edges[1:], strict=False):
         n = sum(lo <= x < hi for x in lengths)
         bar = "#" * round(50 * n / max(1, len(lengths)))
-        rows.append(f"    {lo:>2}-{hi - 1:<2} {n:>5}  {bar}")
+        rows.append(f"    {lo:>2}-{hi - 1:<2} {n:>5}  {bar}".rstrip())
     return "\n".join(rows)
 
 
@@ -430,7 +430,20 @@ def data_card(built: dict[str, Built], seconds: float, folder: Path) -> str:
     for lang in LANGS:
         n = [len(built[lang].splits[s]) for s in SPLITS]
         lines.append(f"| EN->{lang.upper()} | {n[0]} | {n[1]} | {n[2]} | {sum(n)} |")
-    lines += ["", "## Length histograms (tokens per string, all splits)", ""]
+    lines += [
+        "",
+        "## What the text is, and is not",
+        "",
+        '- Interface strings: menu items, buttons, settings, messages ("Close All Tabs" ->',
+        '  "Alle Tabs schließen"); short (a third are one or two words), many imperatives.',
+        "- One translation per English string: the one the sources give most often.",
+        '- The translators\' own choices vary between projects (German "Sie" and "du",',
+        '  "Notebook" or "Notizbuch"): a reference is one good translation, not the only one.',
+        "- Scores on it (BLEU, chrF) are not comparable with WMT news scores.",
+        "",
+        "## Length histograms (tokens per string, all splits)",
+        "",
+    ]
     for lang in LANGS:
         pairs = [p for s in SPLITS for p in built[lang].splits[s]]
         for side, idx in (("English", 0), (lang.upper(), 1)):

@@ -105,7 +105,10 @@ def _inside(path: Path, folder: Path) -> bool:
 def _target(course_dir: Path | str, assignment: str, notebook: Path) -> Path:
     """COURSE/source/ASSIGNMENT/<notebook's name>, resolved, or CourseError saying why not."""
     if Path(assignment).name != assignment or assignment in ("", ".", ".."):
-        raise CourseError(f"--assignment must be a plain folder name; got {assignment!r}")
+        raise CourseError(
+            f"--assignment must be a plain folder name, not a path; got {assignment!r}: "
+            "refusing to write outside COURSE_DIR/source"
+        )
     course = Path(course_dir).expanduser().resolve()
     path = course / "source" / assignment / notebook.name
     resolved = path.resolve()  # through every symlink on the way

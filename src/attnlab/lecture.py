@@ -257,7 +257,7 @@ def reverse_demo(names: Sequence[str], lengths: Sequence[int], seed: int = 0) ->
                 got = f"({err})"
             row.append("✓ right" if got == expected else "✗ " + _mark_wrong(got, expected))
         rows.append(row)
-    return Table(["length", "input", *names], rows, caption="Reverse a digit string")
+    return Table(["length", "input", *names], rows, "Reverse a digit string", first_width=10)
 
 
 def _mark_wrong(got: str, expected: str) -> str:

@@ -186,10 +186,10 @@ _TRANSFORMER = {"d_model": 128, "num_heads": 4, "num_layers": 2, "d_ff": 256, **
 
 #: The shipped word models -> their recipes (``python -m attnlab.translation --all``).
 LANGUAGE_RECIPES: dict[str, LanguageRecipe] = {
-    "rnnsearch-en-fr": LanguageRecipe("rnnsearch", "fr", _RNN, lr=3e-3, max_steps=1200),
-    # Without attention, as wide a decoder (s_t and c of 256) for a fair comparison.
+    "rnnsearch-en-fr": LanguageRecipe("rnnsearch", "fr", _RNN, lr=3e-3, max_steps=1600),
+    # Without attention, the same budget and as wide a decoder (s_t and c of 256).
     "rnnenc-en-fr": LanguageRecipe(
-        "rnnencdec", "fr", {**_RNN, "enc_hidden": 256, "dec_hidden": 256}, lr=3e-3, max_steps=1200
+        "rnnencdec", "fr", {**_RNN, "enc_hidden": 256, "dec_hidden": 256}, lr=3e-3, max_steps=1600
     ),
     "transformer-en-fr": LanguageRecipe(
         "transformer", "fr", _TRANSFORMER, lr=2e-3, max_steps=2000, warmup=200

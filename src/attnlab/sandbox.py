@@ -530,10 +530,10 @@ class Session:
                 except BaseException as error:  # noqa: BLE001 - SystemExit too: never escapes
                     raise StudentRaised(error) from None
             if timer.fired:  # it rang, and the function caught OutOfTime
-                raise OutOfTime(budget, whole)
+                raise OutOfTime(self.run_budget if whole else budget, whole)
             return out
         except OutOfTime:
-            raise OutOfTime(budget, whole) from None
+            raise OutOfTime(self.run_budget if whole else budget, whole) from None
         finally:
             self.used += time.perf_counter() - start
             found = torch_state.restore()  # first: the default dtype sets torch.Storage back

@@ -16,7 +16,7 @@ d_model = 64 that drowns the positional encoding).  No dropout.
 
 As in the Annotated Transformer, ``forward`` returns the logits only, and every attention
 keeps the weights of its last call (``layer.self_attn.attn``, ``layer.cross_attn.attn``):
-:meth:`Transformer.weights` stacks them, :meth:`Transformer.attention_weights` reads them
+:meth:`Transformer.kept_weights` stacks them, :meth:`Transformer.attention_weights` reads them
 after decoding a text.
 Shapes: B batch, n source length, T target length, d = d_model, h heads, L layers.
 """
@@ -129,7 +129,7 @@ class Transformer(Seq2SeqModel):
         memory, src_mask = self.encode(src, src_len)
         return self.decode(tgt_in, memory, src_mask)
 
-    def weights(self) -> dict[str, Tensor]:
+    def kept_weights(self) -> dict[str, Tensor]:
         """The weights every attention kept from the last forward pass, every layer and head.
 
         ``encoder_self`` (B, L, h, n, n), ``decoder_self`` (B, L, h, T, T), ``cross``
@@ -159,7 +159,7 @@ class Transformer(Seq2SeqModel):
     ) -> tuple[Tensor, Tensor, None]:
         """One teacher-forced pass: logits (B, T, V), cross-attention (B, L, h, T, n), None."""
         logits = self(src, src_len, tgt_in)
-        return logits, self.weights()["cross"], None
+        return logits, self.kept_weights()["cross"], None
 
     # ---------------------------------------------------------------- for the widgets
     def attention_weights(self, text: str) -> dict:
@@ -173,7 +173,7 @@ class Transformer(Seq2SeqModel):
         """
         decoding = decode_text(self, text)
         return {
-            **{key: w[0].numpy() for key, w in self.weights().items()},  # drop the batch axis
+            **{key: w[0].numpy() for key, w in self.kept_weights().items()},  # drop the batch axis
             "source_tokens": decoding.source_tokens,
             "output_tokens": [*decoding.output_tokens, EOS],
         }

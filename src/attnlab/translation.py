@@ -30,7 +30,7 @@ from tqdm.auto import tqdm
 
 from attnlab import checkpoints
 from attnlab.corpus import CatalogError, load_corpus
-from attnlab.data import Vocab
+from attnlab.data import Vocab, tokenize
 from attnlab.evaluate import Dictionary, copy_baseline, score, translate_all, vocab_counts
 from attnlab.models import Seq2SeqModel
 from attnlab.recipes import LANGUAGE_RECIPES, LanguageRecipe
@@ -40,6 +40,7 @@ __all__ = [
     "baselines",
     "build_vocabs",
     "encode_word_pairs",
+    "exact_match",
     "lexicon_pairs",
     "main",
     "train",
@@ -206,6 +207,7 @@ def _card(name: str, recipe: LanguageRecipe, model, history: dict, corpus: dict)
         "train_cpu_seconds": history["cpu_seconds_total"],  # one thread: the idle-machine time
         "train_threads": recipe.threads,
         "corpus": {split: len(pairs) for split, pairs in corpus.items()},
+        "heldout_accuracy": exact_match(model, corpus["test"]),  # whole output right
         "test_bleu": test["bleu"],
         "test_chrf": test["chrf"],
         "test_examples": test["n"],
@@ -217,6 +219,15 @@ def _card(name: str, recipe: LanguageRecipe, model, history: dict, corpus: dict)
         "weights_dtype": "float16",
         "torch_version": torch.__version__,
     }
+
+
+def exact_match(model: Seq2SeqModel, pairs: list[tuple[str, str]]) -> float:
+    """The fraction of ``pairs`` whose greedy output has exactly the reference's tokens."""
+    outputs = translate_all(model, [en for en, _ in pairs])
+    right = sum(
+        tokenize(out) == tokenize(ref) for out, (_, ref) in zip(outputs, pairs, strict=True)
+    )
+    return round(right / max(1, len(pairs)), 4)
 
 
 def train_and_save(name: str, out_dir: Path, progress: bool = True) -> Path:

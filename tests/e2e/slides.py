@@ -8,7 +8,8 @@ the last with Space and checks whatever it finds.
 On every slide and fragment step the walk
 
 * takes a screenshot (artifacts/slides/<deck>[-html]/),
-* checks the formulas (typeset, drawn) and that the speaker notes stay hidden,
+* checks the formulas (typeset, drawn), that the speaker notes stay hidden and that no "¶"
+  shows beside a title,
 * measures the fit: the bounding boxes of every shown cell's input, outputs and markdown (and
   of everything inside them) in the present slide must end inside the 1280x720 screen,
 * looks for test scaffolding (``# NBVAL_IGNORE_OUTPUT`` and the like) in the shown text,
@@ -323,6 +324,38 @@ async (seen) => {{
               src: img.src.startsWith('data:') ? 'data: URL' : img.src.slice(0, 80)}});
   }}
   return out;
+}}
+"""
+
+# attnlab widgets on the present slide that show no picture (an empty Stack, a frame not
+# chosen): the first words of their cell's source.
+EMPTY_WIDGETS_JS = f"""
+(pattern) => {{
+  const p = {_SLIDE};
+  if (!p) return [];
+  const shown = {_SHOWN};
+  const call = new RegExp(pattern);
+  const out = [];
+  for (const cell of p.querySelectorAll('.jp-CodeCell')) {{
+    if (cell.closest('aside.notes') || !shown(cell)) continue;
+    const source = (cell.querySelector('.jp-InputArea') || {{textContent: ''}}).textContent;
+    if (!call.test(source)) continue;
+    const pictures = Array.from(cell.querySelectorAll('.jp-OutputArea-output img'))
+      .filter(img => shown(img) && img.naturalWidth > 0 && img.getBoundingClientRect().height > 0);
+    if (!pictures.length) out.push(source.trim().slice(0, 60));
+  }}
+  return out;
+}}
+"""
+
+# Headings of the present slide that show a "¶" anchor (as the room sees them: innerText).
+PILCROW_JS = f"""
+() => {{
+  const p = {_SLIDE};
+  if (!p) return [];
+  return Array.from(p.querySelectorAll('h1, h2, h3, h4, h5, h6'))
+    .filter(h => !h.closest('aside.notes') && h.innerText.includes('\u00b6'))
+    .map(h => h.innerText.slice(0, 60));
 }}
 """
 
@@ -818,6 +851,10 @@ def check_step(page, walk: Walk, state: dict, label: str = "") -> None:
         walk.scaffolding.setdefault(state["index"], (state, set()))[1].update(markers)
     check_type(page, walk, state, where)
     check_pictures(page, walk, state, where)
+    for source in page.evaluate(EMPTY_WIDGETS_JS, WIDGET_CALL.pattern):
+        problem = f"{where}: the widget of {source!r} shows no picture"
+        if problem not in walk.problems:
+            walk.problems.append(problem)
 
 
 def check_type(page, walk: Walk, state: dict, where: str) -> None:
@@ -905,6 +942,8 @@ def check_pictures(page, walk: Walk, state: dict, where: str) -> None:
 
 def check_formulas_and_notes(page, walk: Walk, state: dict, flat: int) -> None:
     where = where_step(state)
+    for title in page.evaluate(PILCROW_JS):
+        walk.problems.append(f"{where}: a '¶' shows in the title {title!r}")
     if flat:
         walk.problems.append(f"{where}: {flat} formulas typeset but not drawn")
     for raw in raw_tex(page):

@@ -121,13 +121,14 @@ class DecodeFrames:
     (T, n) with row t boxed, its caption above the heatmap and its line below (or none).
     """
 
-    def _figure(self, source_tokens: list[str], output_tokens: list[str]) -> None:
+    def _figure(self, source_tokens: list[str], output_tokens: list[str], texts: list[str]) -> None:
         tick = TYPE.tick
         room_w, room_h = heatmap_room(source_tokens, output_tokens, tick)
         ys = max(len(literal(s)) for s in [*output_tokens, "x"])
         left, right = 14 + 1.6 * TYPE.label + (0.62 * ys + 0.3) * tick, 80
         bar = 1 - 0.046 - 0.03  # the colorbar takes the rest of the axes' width (Heatmap)
         W = max(WIDTH_PX, left + max(room_w, 220) / bar * 1.02 + right)
+        W = max(W, 24 + 0.52 * TYPE.caption * max(map(len, texts), default=0))  # captions fit
         # the labels stand level where they fit the axes (as Heatmap decides), else upright
         level_w, _ = heatmap_room(source_tokens, output_tokens, tick, turn=False)
         upright = level_w > (W - left - right) * bar
@@ -159,7 +160,7 @@ class DecodeFrames:
         captions: list[str],
         lines: list[str],
     ) -> list[bytes]:
-        self._figure(source_tokens, output_tokens)
+        self._figure(source_tokens, output_tokens, [title, *captions, *lines])
         heat = self.heatmap
         heat.set_labels(source_tokens, output_tokens, reveal_rows=True)
         heat.ax.set_title(literal(title), fontsize=self.sizes.title,

@@ -136,7 +136,7 @@ class HeadView(BaseWidget):
             self.message_box,
             self.frames,
         ]
-        self.text.observe(lambda _: self._run(self._decode), names="value")
+        self.text.observe(self._on_text, names="value")
         self.model_chooser.observe(self._on_model, names="value")
         self._name = None
         if self._run(lambda: self._use(name)) and self._run(self._decode):
@@ -163,14 +163,16 @@ class HeadView(BaseWidget):
             raise ValueError(f"{name} has no attention heads: choose a Transformer")
         self.model = model
 
+    def _on_text(self, change=None) -> None:
+        self._run(self._decode)
+
     def _on_model(self, change) -> None:
         new, old = change["new"], self._name
-        if (
-            old is not None
-            and _kind(new) != _kind(old)
-            and self.text.value == DEFAULT_TEXT[_kind(old)]
-        ):
-            self.text.value = DEFAULT_TEXT[_kind(new)]  # decoded by the old model: harmless
+        example = DEFAULT_TEXT[_kind(old)] if old is not None else None
+        if _kind(new) != _kind(old or new) and self.text.value == example:
+            self.text.unobserve(self._on_text, names="value")  # decoded once, below
+            self.text.value = DEFAULT_TEXT[_kind(new)]  # the example of the new kind
+            self.text.observe(self._on_text, names="value")
         self.text.description = "date" if _kind(new) == "dates" else "phrase"
         if self._run(lambda: self._use(new)) and self._run(self._decode):
             self._name = new

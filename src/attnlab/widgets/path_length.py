@@ -202,7 +202,7 @@ class PathLengthExplorer(BaseWidget):
         return readable(
             f"<p>n = {n}, k = {k}: edges on the shortest path from input 1 to output n. "
             "The order says how that count grows with n, constants dropped.</p>"
-            f'<table class="attnlab-table">{head}{"".join(rows)}</table>'
+            f'<table class="attnlab-paths">{head}{"".join(rows)}</table>'
         )
 
     # ------------------------------------------------------------------ readouts

@@ -84,6 +84,8 @@ class ScoreLab(BaseWidget):
         self.frames, self.links = self.grid.root, self.grid.links
         for text in dates:
             self.guard(lambda text=text: self._add(text))
+        if self.date.options:
+            self.date.index = 0  # the first date, shown and chosen
         self.grid.select((0,))
         self.children = [
             widgets.HBox([self.date, self.text]),
@@ -155,7 +157,7 @@ class ScoreLab(BaseWidget):
     def _typed(self) -> None:
         text = " ".join(str(self.text.value).split())
         if not text:
-            return
+            raise ValueError("The box is empty: type a date, then Enter.")
         if text not in self.date.options:
             self._add(text)  # bad text: InvalidInput, nothing added
         self.date.value = text
