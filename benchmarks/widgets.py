@@ -99,7 +99,7 @@ def main() -> int:
     ok = True
 
     w, s = build(DecodeStepper)
-    steps = list(w.slider.options)
+    steps = list(range(w.slider.min, w.slider.max + 1))
     read = lambda: (w.heatmap_data, w.t)  # noqa: E731
     rows = [
         ("t slider (frames in the browser)", timed(cycle(w.slider, steps + steps[::-1], read=read)))

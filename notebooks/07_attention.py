@@ -82,8 +82,7 @@ torch.set_num_threads(1)  # small, latency-bound work: one thread is fastest on 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### The bottleneck, live
 #
-# `rnnenc-dates` is exactly this design (a GRU encoder; its final state is all the decoder
-# sees), trained by us to rewrite dates in ISO form:
+# `rnnenc-dates` is exactly this design, trained by us to rewrite dates in ISO form:
 
 # %%
 rnnenc = attnlab.load("rnnenc-dates")
@@ -97,7 +96,8 @@ rnnenc.translate("3 May 1979"), rnnenc.translate("Wednesday, 17 September 2064")
 lecture.reverse_demo(["rnnenc-reverse", "rnnsearch-reverse"], lengths=[6, 12, 25, 40])
 
 # %% [markdown] slideshow={"slide_type": "notes"}
-# The fixed-vector model copes with short strings and collapses on long ones: it has to
+# rnnenc-dates: a GRU encoder whose final state is all the decoder sees. The fixed-vector model
+# copes with short strings and collapses on long ones: it has to
 # remember every digit in one state vector. The attention model reads them back when needed.
 # Is the comparison fair? We come back to it with the length curves (equal compute, measured).
 # Minutes: 2

@@ -349,3 +349,10 @@ def test_equal_compute_reads_the_cards_and_the_cached_flops():
 def test_measurements_name_the_missing_file(tmp_path):
     with pytest.raises(FileNotFoundError, match="python -m attnlab.lecture"):
         lecture.measurements(tmp_path / "deck.json")
+
+
+def test_table_gives_the_first_column_its_width_and_left_aligns_headers():
+    html = lecture.Table(["a", "b", "c"], [["1", "2", "3"]], first_width=20)._repr_html_()
+    assert '<col style="width: 20.0%"><col style="width: 40.0%">' in html
+    assert '<th style="text-align: left">a</th>' in html
+    assert "<colgroup>" not in lecture.Table(["a"], [["1"]])._repr_html_()

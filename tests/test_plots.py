@@ -191,6 +191,18 @@ def test_heatmap_labels_every_key_and_query_never_thinned():
     assert not heat.crowded
 
 
+def test_more_than_40_tokens_without_room_are_thinned_not_overprinted():
+    fig, heat = _heatmap_fig(45, 45)
+    assert heat.crowded
+    xt = [t.get_position()[0] for t in heat.ax.get_xticklabels()]
+    assert 2 < len(xt) < 45 and xt[0] == 0 and xt[-1] == 44  # every k-th, and the last
+    fig.canvas.draw()
+    boxes = [t.get_window_extent() for t in heat.ax.get_yticklabels()]
+    assert all(a.y0 >= b.y1 - 0.5 for a, b in zip(boxes, boxes[1:], strict=False))  # apart
+    fig, heat = _heatmap_fig(40, 40)  # 40: every label, crowded or not
+    assert len(heat.ax.get_xticklabels()) == len(heat.ax.get_yticklabels()) == 40
+
+
 def test_words_turn_upright_where_level_labels_would_touch():
     words = ["default", "cell", "type", "of", "the", "notebook", "<eos>"]
     fig, sizes = canvas.slide_figure(400, 300)

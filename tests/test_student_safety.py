@@ -27,12 +27,12 @@ def out(**kw):
 """
 
 
-def run(code: str, timeout: float = 120) -> dict:
-    """Run ``code`` (after PRELUDE) in a fresh interpreter; the dict it passed to out()."""
+def run(code: str, timeout: float = 120, prelude: str = PRELUDE) -> dict:
+    """Run ``code`` (after ``prelude``) in a fresh interpreter; the dict it passed to out()."""
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     env.pop("ATTNLAB_SOLUTIONS", None)  # the student's mode
     done = subprocess.run(
-        [sys.executable, "-c", PRELUDE + textwrap.dedent(code)],
+        [sys.executable, "-c", prelude + textwrap.dedent(code)],
         capture_output=True,
         text=True,
         timeout=timeout,
@@ -62,6 +62,28 @@ def test_a_reference_computed_while_the_library_is_patched_is_not_poisoned():
     assert r["second"], r["second_msg"]
     assert r["first"] and "used the library's own" in r["first_msg"], r["first_msg"]
     assert r["kept"]
+
+
+def test_a_function_replaced_before_the_checks_are_imported_is_not_their_reference():
+    # The user's "mine in the library" comes first, the checks are imported after it.
+    r = run(
+        """
+        orig = attention.masked_softmax
+        attention.masked_softmax = lambda s, m=None: torch.softmax(s * 0.5, -1)
+        from attnlab import checks
+        attention.masked_softmax = orig
+        unit = checks.check_masked_softmax(orig)
+        inside = checks.in_model("masked_softmax", orig)
+        out(unit=unit.ok, unit_msg=unit.message, inside=inside.ok, inside_msg=inside.message,
+            reference=checks.reference("masked_softmax") is orig)
+        """,
+        prelude=PRELUDE.replace(
+            "from attnlab import attention, checks, sandbox", "from attnlab import attention"
+        ),
+    )
+    assert r["unit"], r["unit_msg"]
+    assert r["inside"], r["inside_msg"]
+    assert r["reference"]
 
 
 def test_a_patch_inside_a_students_function_is_put_back_and_named():

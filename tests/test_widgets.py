@@ -144,7 +144,8 @@ def check_links_change_the_picture(links, shared=lambda stack: False) -> None:
         if not isinstance(stack, widgets.Stack):
             continue  # Play -> slider
         assert target == "selected_index"
-        values = len(control.options) if trait == "index" else control.max - control.min + 1
+        # an index 0..k-1 picks child 0..k-1; a value (from min >= 0) picks child value
+        values = len(control.options) if trait == "index" else control.max + 1
         assert len(stack.children) == values, (control.description, trait)
         if shared(stack):
             continue
@@ -203,14 +204,12 @@ def test_stepper_steps_are_1_based_and_each_shown_frame_is_the_models_alpha(step
     assert stepper.decoding.output_tokens == expected.output_tokens
     assert stepper.source_tokens == expected.source_tokens
     T = len(expected)
-    assert list(stepper.slider.options) == [str(t) for t in range(1, T + 1)]  # t = 1..T
+    assert (stepper.slider.min, stepper.slider.max) == (1, T)  # t = 1..T
     stepper.reset_button.click()
     for t in range(1, T + 1):
         frame = browser_frame(stepper, stepper.grid)
-        assert stepper.t == frame.data["t"] == t and stepper.slider.value == str(t)
-        assert (
-            frame.view is stepper.image and frame.view.value == stepper.frames.children[t - 1].value
-        )
+        assert stepper.t == frame.data["t"] == t == stepper.slider.value
+        assert frame.view is stepper.image is stepper.frames.children[t]
         shown = stepper.heatmap_data
         assert shown.shape == (t, len(stepper.source_tokens))  # filled row by row
         np.testing.assert_allclose(shown, expected.alpha[0, 0, :t], atol=1e-6)
@@ -231,7 +230,7 @@ def test_stepper_caption_names_the_query_s_t_minus_1_and_y_t(stepper, rnnsearch)
     stepper.text.value = "3 May 1979"
     d = decode(rnnsearch, "3 May 1979")
     for t in range(1, len(d) + 1):
-        stepper.slider.index = t - 1
+        stepper.slider.value = t
         caption = browser_frame(stepper, stepper.grid).data["caption"]
         sub, prev = str(t).translate(SUB), str(t - 1).translate(SUB)
         assert caption.startswith(f"t = {t}:  query s{prev},  y{sub} = '{d.output_tokens[t - 1]}'")
@@ -251,15 +250,15 @@ def test_stepper_context_line_names_the_states_that_carry_the_weight(stepper, rn
 
 def test_stepper_frames_one_png_per_step_linked_in_the_browser(stepper):
     stepper.text.value = "1 January 2000"
-    frames = [bytes(image.value) for image in stepper.frames.children]
+    frames = [bytes(image.value) for image in stepper.frames.children[1:]]  # steps 1..T
     assert len(frames) == len(stepper.decoding) and all(is_png(f) for f in frames)
     assert len(set(frames)) == len(frames)  # each step shows a different picture
     pairs = {(link.source, link.target) for link in stepper.links}
-    assert ((stepper.slider, "index"), (stepper.frames, "selected_index")) in pairs
-    assert ((stepper.play_button, "value"), (stepper.slider, "index")) in pairs
+    assert ((stepper.slider, "value"), (stepper.frames, "selected_index")) in pairs
+    assert ((stepper.play_button, "value"), (stepper.slider, "value")) in pairs
     check_links_change_the_picture(stepper.links)
-    assert stepper.play_button.max == len(stepper.slider.options) - 1
-    stepper.play_button.value = 3  # the browser plays: Play -> slider -> frame
+    assert (stepper.play_button.min, stepper.play_button.max) == (1, stepper.slider.max)
+    stepper.play_button.value = 4  # the browser plays: Play -> slider -> frame
     assert bytes(browser_frame(stepper, stepper.grid).view.value) == frames[3]
     assert stepper.t == 4
 
@@ -295,7 +294,7 @@ def test_stepper_transformer_layer_and_head(transformer):
     L, H = d.alpha.shape[:2]
     values = [v for _, v in w.head.options]
     assert len(values) == L * H + 1 and values[0] == (L - 1, 0)  # the last layer first
-    w.slider.index = 2
+    w.slider.value = 3
     for layer, head in values:
         w.head.value = (layer, head)
         assert w.t == 3  # choosing a head keeps the step
@@ -362,7 +361,7 @@ def test_stepper_word_model_bad_input_gives_a_message_never_a_crash(word_model, 
 def test_stepper_unknown_model_gives_a_message():
     w = DecodeStepper(model="no-such-model")
     assert "no-such-model" in w.message
-    assert len(w.frames.children) == 1 and is_png(w.frames.children[0].value)
+    assert len(w.frames.children) == 2 and is_png(w.image.value)  # the placeholder
     w.text.value = "3 May 1979"  # no model: a message again, no exception
     assert w.message
 
@@ -419,7 +418,7 @@ def test_stepper_broken_score_shows_its_error_inside_the_widget(score_models, br
     w = DecodeStepper(model, score=broken)  # must not raise
     assert words in w.message and "Traceback" not in w.message and len(w.message) <= 160
     assert model.score is trained
-    assert len(w.frames.children) == 1 and is_png(w.frames.children[0].value)
+    assert len(w.frames.children) == 2 and is_png(w.image.value)  # the placeholder
     w.text.value = "1 January 2000"  # still answers, with the same message
     assert words in w.message
 
@@ -440,7 +439,7 @@ def test_stepper_pictures_read_from_the_back_with_every_label(transformer):
     ]:
         w = DecodeStepper(model, text)
         assert w.message == ""
-        for image in w.frames.children:
+        for image in w.frames.children[1:]:  # steps 1..T
             check_readable(image.value, shown_width(image))
         heat = record(w.png())["heatmaps"][0]
         assert heat["keys_labelled"][-1] == "<eos>" and len(heat["keys"]) == len(w.source_tokens)

@@ -88,6 +88,7 @@ SHIPPED = (
     # Real language, word tokens (issue 19; python -m attnlab.translation --all trains them).
     "rnnsearch-en-fr",
     "transformer-en-fr",
+    "rnnenc-en-fr",
 )
 
 FORMAT = 2  # the card's "format": 2 = signed card, content-addressed weights

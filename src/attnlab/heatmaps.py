@@ -1,14 +1,16 @@
 """Heatmaps of attention weights: one persistent :class:`Heatmap`, updated by blitting.
 
 :class:`Heatmap` draws alpha_{t,i} (source tokens on x, output tokens on y, a colorbar, the
-current row boxed) once; an update swaps the image data only and the caller blits it.  Every
-key and every query gets its label, at the lecture's tick size: a picture too small for them
-is made larger (:func:`heatmap_room` gives the room the labels need) or split, never thinned
-(issue 16).  :func:`still_heatmap` is the same picture drawn with the rest of its figure.
+current row boxed) once; an update swaps the image data only and the caller blits it.  Up to
+:data:`MAX_LABELLED` (40) tokens every key and query gets its label, at the lecture's tick
+size: a picture too small for them is made larger (:func:`heatmap_room` gives the room the
+labels need) or split, never thinned (issue 16); a longer axis without the room labels every
+k-th token rather than overprint.  :func:`still_heatmap` is the same picture drawn with the rest of its figure.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 
 import matplotlib
@@ -20,10 +22,21 @@ from matplotlib.text import Text
 
 from attnlab.typography import TYPE, TypeSizes, literal
 
-__all__ = ["Heatmap", "still_heatmap", "heatmap_room", "heatmaps_of", "LABEL_PITCH", "TURNS"]
+__all__ = [
+    "Heatmap",
+    "still_heatmap",
+    "heatmap_room",
+    "heatmaps_of",
+    "LABEL_PITCH",
+    "MAX_LABELLED",
+    "TURNS",
+]
 
 #: Cell pitch, in tick sizes, at which neighbouring labels (one line each) never touch.
 LABEL_PITCH = 1.1
+#: Up to this many keys or queries every one is labelled, whatever the room (issue 16); a
+#: picture too small for them is made larger or split, never thinned.
+MAX_LABELLED = 40
 
 
 def _label_width(label: str, tick: float) -> float:
@@ -67,6 +80,20 @@ def heatmap_room(
     turns = TURNS if turn is None else (turn,)
     col = min(_column_pitch(x_shown, tick, t) for t in turns)
     return len(x_shown) * col, len(y_labels) * LABEL_PITCH * tick
+
+
+def _kept(n: int, need: float, room: float) -> list[int]:
+    """The tokens labelled on an axis of ``n``: all of them, unless there are more than
+    :data:`MAX_LABELLED` and they need more room than there is: then every k-th and the last."""
+    if n <= MAX_LABELLED or need <= room * 1.001:
+        return list(range(n))
+    step = math.ceil(need / max(room, 1e-9))
+    kept = list(range(0, n, step))
+    if kept[-1] != n - 1:
+        if n - 1 - kept[-1] < step and len(kept) > 1:
+            kept.pop()
+        kept.append(n - 1)
+    return kept
 
 
 def _labels_shown(ax, which: str) -> list[str]:
@@ -206,12 +233,16 @@ class Heatmap:
             turn = fits[0] if fits else min(TURNS, key=lambda t: _column_pitch(x_shown, tick, t))
         need_w, need_h = heatmap_room(x_shown, y_shown, tick, turn=turn)
         self.crowded = need_w > width_pt * 1.001 or need_h > height_pt * 1.001
-        self.ax.set_xticks(range(len(x_shown)), x_shown, rotation=0)
-        ticks = self.ax.xaxis.get_major_ticks(len(x_shown))  # made now: each keeps its turn
-        for tick_, text in zip(ticks, x_shown, strict=True):
-            upright = turn is True or (turn == "long" and len(text) > 1)
+        # up to MAX_LABELLED tokens every one is labelled; a longer axis that lacks the room
+        # labels every k-th token (and the last) rather than letting its labels overprint
+        x_kept = _kept(len(x_shown), need_w, width_pt)
+        y_kept = _kept(len(y_shown), need_h, height_pt)
+        self.ax.set_xticks(x_kept, [x_shown[i] for i in x_kept], rotation=0)
+        ticks = self.ax.xaxis.get_major_ticks(len(x_kept))  # made now: each keeps its turn
+        for tick_, i in zip(ticks, x_kept, strict=True):
+            upright = turn is True or (turn == "long" and len(x_shown[i]) > 1)
             tick_.label1.set_rotation(90 if upright else 0)
-        self.ax.set_yticks(range(len(y_shown)), y_shown)
+        self.ax.set_yticks(y_kept, [y_shown[i] for i in y_kept])
         self.ax.tick_params(labelsize=tick)
         for text in self._row_texts.values():
             text.remove()
@@ -219,7 +250,7 @@ class Heatmap:
         if reveal_rows:  # the static labels keep their room but are invisible
             for tick_label in self.ax.get_yticklabels():
                 tick_label.set_alpha(0.0)
-            self._row_texts = {r: self._row_label(r, y_shown[r]) for r in range(len(y_shown))}
+            self._row_texts = {r: self._row_label(r, y_shown[r]) for r in y_kept}
 
     def record(self) -> dict:
         """Every key and query (as drawn: :func:`literal`) and those labelled in the picture.

@@ -328,8 +328,10 @@ def _put(owner: object, name: str, value: object) -> None:
         setattr(owner, name, value)
 
 
-#: The library's attributes as imported (captured when attnlab.sandbox is first imported).
+#: The library's attributes as imported (captured when attnlab.sandbox is first imported; the
+#: functions of attnlab.attention as defined, even if the user replaced one before that).
 LIBRARY = _Attributes(_library_owners(), strict=True)
+dict(LIBRARY.saved)[attnlab.attention].update(attnlab.attention.AS_DEFINED)
 
 
 @contextlib.contextmanager

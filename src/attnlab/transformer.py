@@ -135,6 +135,8 @@ class Transformer(Seq2SeqModel):
         ``encoder_self`` (B, L, h, n, n), ``decoder_self`` (B, L, h, T, T), ``cross``
         (B, L, h, T, n).
         """
+        if self.decoder_layers[0].cross_attn.attn is None:
+            raise ValueError("no weights kept yet: run the model (a forward pass or a decoding)")
         return {
             "encoder_self": torch.stack([lay.self_attn.attn for lay in self.encoder_layers], 1),
             "decoder_self": torch.stack([lay.self_attn.attn for lay in self.decoder_layers], 1),

@@ -145,19 +145,19 @@ def _ref_encoder_block(
     return layer(x, None)  # (B, n, d)
 
 
+# The library's own functions as defined, even if replaced before this module was imported.
 _REFERENCES: dict[str, Callable] = {
-    "dot_score": attention.dot_score,
+    "dot_score": attention.AS_DEFINED["dot_score"],
     "general_score": _ref_general_score,
     "additive_score": _ref_additive_score,
-    "masked_softmax": attention.masked_softmax,
+    "masked_softmax": attention.AS_DEFINED["masked_softmax"],
     "decode_step": seq2seq.decode_step,
-    "scaled_dot_product_attention": attention.scaled_dot_product_attention,
+    "scaled_dot_product_attention": attention.AS_DEFINED["scaled_dot_product_attention"],
     "multi_head_attention": _ref_multi_head_attention,
-    "positional_encoding": attention.positional_encoding,
+    "positional_encoding": attention.AS_DEFINED["positional_encoding"],
     "encoder_block": _ref_encoder_block,
 }
 
-#: The exercises, in the notebook's order.
 #: The exercises, in the notebook's order.
 EXERCISES = tuple(_REFERENCES)
 

@@ -29,6 +29,7 @@ edit-me cell of the deck.  It is swapped in through :mod:`attnlab.parts` and gua
 
 from __future__ import annotations
 
+import functools
 import html
 import warnings
 from collections.abc import Callable
@@ -105,6 +106,13 @@ def step_caption(t: int, token: str, p: float, so_far: str, query: bool) -> str:
     sub = str(t).translate(SUB)
     asked = f"query s{str(t - 1).translate(SUB)},  " if query else ""
     return f"t = {t}:  {asked}y{sub} = '{short(token, 16)}' (p = {p:.2f});  so far '{so_far}'"
+
+
+@functools.cache
+def _blank() -> bytes:
+    """The empty frame 0 (no step shows it): a white pixel."""
+    fig, _ = slide_figure(1, 1, layout=None)
+    return png_bytes(fig, draw=True)
 
 
 def _tail(text: str, limit: int) -> str:
@@ -240,10 +248,10 @@ class DecodeStepper(BaseWidget):
     * ``text`` (Text: a date or a phrase, decoded on Enter), ``model_chooser`` (Dropdown of
       model names), ``head`` (Dropdown of (layer, head) for models with several; head -1 is
       the mean of the heads), ``head_box`` (hidden for one layer and head);
-    * ``slider`` (SelectionSlider "step t" over "1".."T"; its ``index`` is t - 1),
-      ``back_button``, ``step_button``, ``reset_button``, ``play_button`` (a ``widgets.Play``
-      over t - 1; ``.click()`` starts/pauses it), ``links`` (the browser-side links: Play ->
-      slider, slider -> frames);
+    * ``slider`` (IntSlider "step t" = 1..T), ``back_button``, ``step_button``,
+      ``reset_button``, ``play_button`` (a ``widgets.Play`` over t = 1..T; ``.click()``
+      starts/pauses it), ``links`` (the browser-side links: Play -> slider, slider -> frames:
+      the Stack's child t is step t, child 0 an empty frame no step shows);
     * ``model``, ``decoding`` (the :class:`attnlab.decode.Decoding` shown), ``translation``,
       ``source_tokens`` (unknown words as ``<unk>``), ``unknown`` (the words read as <unk>),
       ``alphas`` (T, n): the weights shown (chosen layer and head);
@@ -282,19 +290,20 @@ class DecodeStepper(BaseWidget):
         self.back_button = widgets.Button(description="◀ Back", layout={"width": "100px"})
         self.step_button = widgets.Button(description="Step ▶", layout={"width": "100px"})
         self.reset_button = widgets.Button(description="Reset", layout={"width": "90px"})
-        self.play_button = PlayButton(value=0, min=0, max=0, interval=600, description="Play")
-        self.slider = widgets.SelectionSlider(options=["1"], index=0, description="step t")
-        self.grid = FrameGrid([(self.slider, "index")], (1,), 0)
+        self.play_button = PlayButton(value=1, min=1, max=1, interval=600, description="Play")
+        self.slider = widgets.IntSlider(value=1, min=1, max=1, description="step t")
+        # frame t is step t (1-based, as the slider says); frame 0 is empty and never shown
+        self.grid = FrameGrid([(self.slider, "value")], (2,), 0)
         self.frames = self.grid.root
         self.frames.layout.flex = "0 0 auto"  # the picture at its own width, never squeezed
         self.info = widgets.HTML(layout={"width": "300px", "margin": "40px 0 0 12px"})
         # In the browser the slider picks the frame: no kernel needed (exported HTML too).
         self.links = [
-            widgets.jslink((self.play_button, "value"), (self.slider, "index")),
+            widgets.jslink((self.play_button, "value"), (self.slider, "value")),
             *self.grid.links,
         ]
         # the same Play <-> slider link in the kernel, so that Step and Back keep Play in step
-        self._kernel_link = widgets.link((self.play_button, "value"), (self.slider, "index"))
+        self._kernel_link = widgets.link((self.play_button, "value"), (self.slider, "value"))
         self.children = [
             widgets.HBox([self.model_chooser, self.text, self.head_box]),
             widgets.HBox(
@@ -494,22 +503,21 @@ class DecodeStepper(BaseWidget):
             pictures = self._renderer.frames(
                 alpha, d.source_tokens, d.output_tokens, self._title(), captions, lines
             )
-        self.grid.resize(T)
+        self.grid.resize(T + 1)
+        self.grid.set((0,), _blank(), t=0, rows=alpha[:0], context="")
         for t, picture in enumerate(pictures):
             self.grid.set(
-                (t,), picture, t=t + 1, token=d.output_tokens[t], p=float(d.probs[t]),
+                (t + 1,), picture, t=t + 1, token=d.output_tokens[t], p=float(d.probs[t]),
                 alpha=alpha[t], rows=alpha[: t + 1], context=lines[t], caption=captions[t],
             )  # fmt: skip
         self._set_steps(T)
 
     def _set_steps(self, T: int) -> None:
         """The slider over t = 1..T; it keeps its step where it can."""
-        t = min(self.slider.index or 0, T - 1)
-        self.slider.options = [str(k + 1) for k in range(T)]
-        self.slider.index = t
+        t = min(max(int(self.slider.value), 1), T)
+        self.slider.max = self.play_button.max = T
+        self.slider.value = self.play_button.value = t
         self.slider.disabled = T == 1
-        self.play_button.max = T - 1
-        self.play_button.value = t
         self.grid.select((t,))  # the start; then the jslink follows the slider
 
     def _show_placeholder(self, why: str = "") -> None:
@@ -519,20 +527,20 @@ class DecodeStepper(BaseWidget):
         fig.text(0.5, 0.5, literal(why or what), ha="center", va="center",
                  fontsize=sizes.caption)  # fmt: skip
         self.alphas = np.zeros((0, 0))
-        self.grid.resize(1)
-        self.grid.set((0,), png_bytes(fig, draw=True), t=0, rows=np.zeros((0, 0)), context="")
+        self.grid.resize(2)
+        self.grid.set((0,), _blank(), t=0, rows=np.zeros((0, 0)), context="")
+        self.grid.set((1,), png_bytes(fig, draw=True), t=0, rows=np.zeros((0, 0)), context="")
         self._set_steps(1)
 
     # ------------------------------------------------------------------ stepping
     def move(self, delta: int) -> None:
         """Back (delta -1) or Step (+1), clamped to the decoded steps."""
-        last = len(self.slider.options) - 1
-        self.slider.index = int(np.clip((self.slider.index or 0) + delta, 0, last))
+        self.slider.value = int(np.clip(self.slider.value + delta, 1, self.slider.max))
 
     def reset(self) -> None:
         """Stop playing and go back to the first step."""
         self.play_button.playing = False
-        self.slider.index = 0
+        self.slider.value = 1
 
     @property
     def frame(self):
@@ -552,7 +560,7 @@ class DecodeStepper(BaseWidget):
     @property
     def context_lines(self) -> list[str]:
         """The c_t line of every step (empty for models without c_t)."""
-        return [self.grid.frame((i,)).data.get("context", "") for i in range(self.grid.sizes[0])]
+        return [self.grid.frame((t,)).data.get("context", "") for t in range(1, self.grid.sizes[0])]
 
     @property
     def image(self) -> widgets.Image:

@@ -96,7 +96,7 @@ class HeadView(BaseWidget):
 
     Attributes for code and tests: ``model_chooser`` (Dropdown), ``text`` (Text, on Enter),
     ``kind`` (ToggleButtons over :data:`KINDS`), ``layer`` (ToggleButtons "layer 1".."layer
-    L"), ``grid`` (FrameGrid: kind > layer), ``frames``, ``links``, ``frame`` (the Frame the
+    L", the last one first), ``grid`` (FrameGrid: kind > layer), ``frames``, ``links``, ``frame`` (the Frame the
     toggles select: ``data`` holds weights (h, m, n), keys, queries, kind, layer); from it
     ``weights``, ``key_tokens``, ``query_tokens``; ``model``, ``unknown`` (words read as <unk>),
     ``image``, ``message``.
@@ -190,8 +190,10 @@ class HeadView(BaseWidget):
             w = self.model.attention_weights(self.text.value)  # InvalidInput on bad text
         src, out = list(w["source_tokens"]), list(w["output_tokens"])
         layers = w["cross"].shape[0]
+        keep = self.layer.index if len(self.layer.options) == layers else layers - 1
         with self.hold_trait_notifications():
             self.layer.options = [f"layer {i + 1}" for i in range(layers)]
+        self.layer.index = keep  # the last layer first; a layer chosen is kept
         self.grid = FrameGrid([(self.kind, "index"), (self.layer, "index")],
                               (len(KINDS), layers), 0)  # fmt: skip
         for k, (label, (key, xlabel, ylabel)) in enumerate(KINDS.items()):
