@@ -56,6 +56,7 @@ import torch
 import attnlab
 from attnlab import attention as A
 from attnlab import lecture, widgets
+from attnlab.experiments.language import load_results
 
 torch.manual_seed(0)
 torch.set_num_threads(1)  # small, latency-bound work: one thread is fastest on a shared machine
@@ -583,6 +584,128 @@ lecture.three_attentions(transformer, "3 May 1979")
 # cross-attention; the query at input y_{t-1} writes y_t: the row of <s> writes the first year
 # digit and looks at the year.
 # Minutes: 2
+
+# %% [markdown] slideshow={"slide_type": "slide"}
+# ## Real language: Bahdanau's Fig. 3, ours
+#
+# `rnnsearch-en-fr`: our RNNSearch, trained on the English→French interface strings of
+# JupyterLab, Django, Sphinx, Wagtail and django-cms (BSD licences). A string of the **test
+# split** (held out: no English string of it is in training):
+
+# %%
+language = load_results()  # measured once over the test split, with the models below
+rnnsearch_fr = attnlab.load("rnnsearch-en-fr")
+lecture.held_out_example(rnnsearch_fr, language["word_order"])
+
+# %% [markdown] slideshow={"slide_type": "notes"}
+# Read it like Bahdanau's Fig. 3: each row is one French output word, its weights over the
+# English words. The string is from the test split (split by a hash of the English: it was
+# never seen in training) and the output is the reference, word for word. French reorders
+# the words: where a later French word looks further left in the English than the word before
+# it, the rows cross: the word-order swap of "European Economic Area" -> "zone économique
+# européenne". The example was found by a rule over the test split (the shortest string the
+# model translates right with crossing alpha), not picked by hand. The bi-GRU's weight is often
+# spread over neighbours: its states already carry their neighbours' words.
+# Minutes: 3
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### German moves the verb to the end
+#
+# `transformer-en-de`, one head of its cross-attention, on a held-out string:
+
+# %%
+transformer_de = attnlab.load("transformer-en-de")
+verb = language["verb_final"]
+lecture.held_out_example(
+    transformer_de,
+    verb,
+    f"layer {verb['layer'] + 1}, head {verb['head'] + 1}: ",
+    verb["layer"],
+    verb["head"],
+)
+
+# %% [markdown] slideshow={"slide_type": "notes"}
+# English puts the verb first, German at the end (the infinitive of a command: "Alle Tabs
+# schließen"). One head of the last layer, found by a rule over the test split (the shortest
+# right verb-final string where some head looks from the verb back at the first English word):
+# writing the German verb, it attends to the English verb at the other end. Other heads do
+# other things: the DecodeStepper and the HeadView show each head.
+# Minutes: 2
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### Self-attention on real words, per head
+
+# %%
+lecture.self_attention_heads(transformer_de, "Close all tabs", layer=0)
+
+# %% [markdown] slideshow={"slide_type": "notes"}
+# The four heads of the first encoder layer of transformer-en-de on one phrase: each query row
+# sums to 1. Ask the room what each head seems to do; then the next slide measures it.
+# Minutes: 2
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### What the heads do, measured over the test split
+#
+# Where each head's strongest weight falls, for every query of every test string, against
+# chance (the same fraction if the strongest key were drawn at random):
+
+# %%
+lecture.head_roles_table(language["head_roles"]["transformer-en-de"], layer=0)
+
+# %% [markdown] slideshow={"slide_type": "notes"}
+# In our small model every head does something more often than chance, but none does one job
+# most of the time: the heads are only weakly specialised, and reading a job off one picture
+# (last slide) would have overstated it. That is the honest, measured answer to "what do the
+# heads do" at this size; cleanly "syntactic" heads are reported for far larger models.
+# Minutes: 2
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### Attention is not always an explanation
+#
+# Hide one source word at a time (replace it by `<unk>`) and measure how much the probability of
+# the output word drops: that is what the output *depends on*. Beside it, $\alpha$:
+
+# %%
+occlusion = language["alpha_vs_occlusion"]
+lecture.alpha_and_occlusion(occlusion["example"], occlusion["agreement"])
+
+# %% [markdown] slideshow={"slide_type": "notes"}
+# Jain and Wallace (2019): attention weights need not say what the output depends on. At the
+# marked row the model writes an output word while alpha points at one English word; hiding
+# that word (replacing it by <unk>, the output kept fixed) barely changes the probability of
+# the output word, hiding another one changes it most. Over the test split, alpha's favourite
+# word is the most costly word to hide at only about half of the steps. Attention is a
+# mechanism the model uses, not an explanation of its output.
+# Minutes: 3
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### Your phrase, translated live
+
+# %%
+widgets.DecodeStepper("transformer-en-fr", text="Default cell type")
+
+# %% [markdown] slideshow={"slide_type": "notes"}
+# Ask the room for a phrase from the menus they see every day: "Close all tabs", "Save
+# notebook", "Restart kernel". A word the model never saw shows as <unk> and the widget goes on.
+# Step through and point at the rows that cross (word-order swaps). The model chooser has the
+# EN->DE Transformer and the EN->FR RNNSearch too.
+# Minutes: 3
+
+# %% [markdown] slideshow={"slide_type": "slide"}
+# ### Vaswani's Table 2, in miniature
+
+# %%
+lecture.language_table(language)
+
+# %% [markdown] slideshow={"slide_type": "notes"}
+# Not comparable scores: Vaswani et al. test on newstest2014 news sentences; we test on the
+# held-out interface strings (at most 15 English words, lower-cased, one reference), far
+# shorter and easier. The compute is the point: minutes on one CPU thread against 12 hours
+# (base) to 3.5 days (big) on 8 GPUs. Read our rows honestly: the attention models beat copying
+# and the RNNEncDec without attention on BLEU; the word-by-word dictionary comes close on chrF
+# (on EN->DE it is ahead): short menu strings are often translated word for word. The scores
+# are sacrebleu's, with their signatures in results/language.json.
+# Minutes: 3
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Our own results table: dates to ISO

@@ -12,7 +12,9 @@ import attnlab
 from attnlab import attention as A
 from attnlab import lecture, typography
 from attnlab.checkpoints import CHECKPOINT_DIR
+from attnlab.corpus import split_of
 from attnlab.decode import decode
+from attnlab.experiments.language import load_results
 
 
 def test_table_renders_html_and_aligned_text():
@@ -356,3 +358,68 @@ def test_table_gives_the_first_column_its_width_and_left_aligns_headers():
     assert '<col style="width: 20.0%"><col style="width: 40.0%">' in html
     assert '<th style="text-align: left">a</th>' in html
     assert "<colgroup>" not in lecture.Table(["a"], [["1"]])._repr_html_()
+
+
+# ----------------------------------------------------------------------------- real language
+@pytest.fixture(scope="module")
+def language():
+    return load_results()
+
+
+def test_held_out_example_decodes_the_stored_test_string_again(language):
+    model = attnlab.load("rnnsearch-en-fr")
+    example = language["word_order"]
+    picture = lecture.held_out_example(model, example)
+    assert split_of(example["source"]) == "test"  # held out: never in training
+    assert picture.data["output"] == model.translate(example["source"])
+    title = picture.fig.axes[0].get_title()
+    assert title.startswith("held out") and ("= reference" in title) == picture.data["right"]
+    np.testing.assert_allclose(picture.data["alpha"].sum(-1), 1.0, atol=1e-4)
+    assert _smallest_px(picture) >= typography.MIN_TEXT_PX
+
+
+def test_held_out_example_can_show_one_head(language):
+    model = attnlab.load("transformer-en-de")
+    verb = language["verb_final"]
+    picture = lecture.held_out_example(model, verb, "x: ", verb["layer"], verb["head"])
+    expected = decode(model, verb["source"]).alpha[verb["layer"], verb["head"]]
+    np.testing.assert_allclose(picture.data["alpha"], expected)
+    assert picture.fig.axes[0].get_title().startswith("x: held out")
+
+
+def test_language_table_puts_our_scores_beside_vaswanis(language):
+    table = lecture.language_table(language)
+    names = [row[0] for row in table.rows]
+    for name in ("transformer-en-de", "transformer-en-fr", "rnnsearch-en-fr", "rnnenc-en-fr"):
+        s = language["scores"]["models"][name]
+        row = table.rows[names.index(name)]
+        assert row[1 if s["pair"] == "en-de" else 2] == f"{s['bleu']:.1f} / {s['chrf']:.1f}"
+        assert row[3].startswith(f"{s['train_seconds'] / 60:.1f} min")
+    assert ["27.3", "38.1"] == table.rows[names.index("Vaswani base")][1:3]
+    assert "8 NVIDIA P100 GPUs" in table.rows[names.index("Vaswani big")][3]
+
+
+def test_head_roles_table_names_each_heads_most_frequent_role(language):
+    roles = language["head_roles"]["transformer-en-de"]
+    table = lecture.head_roles_table(roles, layer=0)
+    assert len(table.rows) == len(roles["fractions"][0])
+    chance = np.asarray(roles["chance"])
+    for row, fractions in zip(table.rows, roles["fractions"][0], strict=True):
+        role, share = row[1].split()[:2]
+        k = roles["roles"].index(role)
+        assert role != "other" and share == f"{fractions[k]:.0%}"
+        ratios = [
+            f / c for r, f, c in zip(roles["roles"], fractions, chance, strict=True) if r != "other"
+        ]
+        assert fractions[k] / chance[k] == max(ratios)
+
+
+def test_alpha_and_occlusion_show_the_stored_example(language):
+    occlusion = language["alpha_vs_occlusion"]
+    example = occlusion["example"]
+    picture = lecture.alpha_and_occlusion(example, occlusion["agreement"])
+    t, a, k = example["step"], example["alpha_argmax"], example["occlusion_argmax"]
+    assert int(np.argmax(picture.data["alpha"][t])) == a != k
+    assert int(np.argmax(picture.data["drop"][t])) == k
+    assert f"{occlusion['agreement']:.0%}" in repr(picture)
+    assert _smallest_px(picture) >= typography.MIN_TEXT_PX

@@ -205,7 +205,6 @@ def test_transformer_forward_returns_logits_and_keeps_every_weight(batch):
     assert model.kept_weights()["cross"].shape[0] == 1  # the weights are those of the last one
 
 
-
 def test_kept_weights_before_any_pass_is_a_one_line_error():
     with pytest.raises(ValueError, match="no weights kept yet"):
         build_model("transformer", TASK.src_vocab, TASK.tgt_vocab).kept_weights()

@@ -200,3 +200,9 @@ def test_the_wavenet_picture_counts_on_the_path_length_graphs(monkeypatch):
     reached = figures.causal_conv_reach((1, 2, 4, 8), 16)
     assert len(calls) == 1 and calls[0].k == 2 and calls[0].layers == 4  # one implementation
     assert reached == reference_reach(16, 2, [1, 2, 4, 8])
+
+
+def test_reach_of_a_node_not_in_the_graph_is_a_one_line_error():
+    graph = path_lengths.causal_conv_graph(4, 2, [1])
+    with pytest.raises(ValueError, match="not in the graph"):
+        path_lengths.reach(graph, node=(9, 9))

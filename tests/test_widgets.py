@@ -28,8 +28,8 @@ from matplotlib.text import Text
 from PIL import Image
 
 import attnlab
+from attnlab import checkpoints, typography
 from attnlab import path_lengths as paths
-from attnlab import typography
 from attnlab.attention import causal_mask, dot_score, masked_softmax, scaled_dot_score
 from attnlab.data import UNK, Vocab
 from attnlab.decode import decode
@@ -310,7 +310,7 @@ def test_stepper_transformer_layer_and_head(transformer):
 def test_stepper_offers_the_installed_models(score_models):
     w = DecodeStepper()
     offered = {value for _, value in w.model_chooser.options}
-    installed = set(attnlab.checkpoints.available())
+    installed = set(checkpoints.available())
     assert set(score_lab.SCORE_MODELS.values()) <= offered
     assert {m for m in decode_stepper.MODELS if m in installed} == offered
     w.model_chooser.value = "rnnsearch-dates-general"
@@ -841,7 +841,7 @@ def test_head_view_every_head_of_the_chosen_kind_and_layer(transformer):
 def test_head_view_offers_the_installed_transformers_and_reads_a_phrase(word_model):
     w = HeadView()
     offered = {v for _, v in w.model_chooser.options}
-    installed = set(attnlab.checkpoints.available())
+    installed = set(checkpoints.available())
     assert offered == {m for m in head_view.TRANSFORMERS if m in installed}
     for what, (text, _) in BAD_PHRASES.items():
         w.text.value = text if what != "emoji" else "3 May 1979 🎉"  # a date model here

@@ -89,6 +89,7 @@ SHIPPED = (
     "rnnsearch-en-fr",
     "transformer-en-fr",
     "rnnenc-en-fr",
+    "transformer-en-de",
 )
 
 FORMAT = 2  # the card's "format": 2 = signed card, content-addressed weights

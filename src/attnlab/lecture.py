@@ -62,6 +62,11 @@ __all__ = [
     "measurements",
     "equal_compute",
     "heads_measured",
+    "held_out_example",
+    "self_attention_heads",
+    "language_table",
+    "head_roles_table",
+    "alpha_and_occlusion",
 ]
 
 
@@ -663,7 +668,7 @@ def head_study(model, n: int = 300, seed: int = 4_000_000) -> Table:
 
 
 # --------------------------------------------------------------------------- real language
-def _sized_heatmaps(x_labels, y_labels, panels: int = 1, max_height: float = 520):
+def _sized_heatmaps(x_labels, y_labels, panels: int = 1, max_height: float = 520, title=""):
     """A slide figure with ``panels`` heatmaps side by side, each big enough for every label.
 
     Cells at least :data:`CELL_PX` square (and as much as ``heatmaps.heatmap_room`` asks), plus
@@ -673,30 +678,15 @@ def _sized_heatmaps(x_labels, y_labels, panels: int = 1, max_height: float = 520
     label_px = 0.62 * TYPE.tick  # about one character of a tick label
     x_room = label_px * max(map(len, x_labels)) + 2.5 * TYPE.label  # upright ticks + label
     y_room = label_px * max(map(len, y_labels)) + 2.5 * TYPE.label
-    cols_px = max(room_w, CELL_PX * len(x_labels), 5 * CELL_PX)
+    title_px = 0.62 * TYPE.title * len(title)  # about the width of the longest title
+    cols_px = max(room_w, CELL_PX * len(x_labels), 5 * CELL_PX, title_px if panels > 1 else 0)
     rows_px = max(room_h, CELL_PX * len(y_labels))
-    width = min(MAX_WIDTH_PX, panels * cols_px + y_room + 90 + 30 * (panels - 1))
+    width = panels * cols_px + y_room + 90 + 30 * (panels - 1)
+    width = min(MAX_WIDTH_PX, max(width, title_px + y_room + 90))
     height = min(max_height, rows_px + x_room + 2.5 * TYPE.title)
     fig, sizes = canvas.slide_figure(width, height)
     axes = fig.subplots(1, panels, squeeze=False)[0]
     return fig, sizes, axes
-
-
-def alignment_picture(model, text: str, title: str = "", layer: int | None = None) -> Picture:
-    """alpha of ``model`` translating ``text``: source words on x, output words on y.
-
-    RNN models have one alpha; for the Transformer the cross-attention of ``layer`` (default:
-    the last), mean over its heads.  Row t is alpha_{t,1..n} (t and i 1-based on the slide).
-    """
-    result = decode(model, text)
-    alpha = result.alpha[-1 if layer is None else layer].mean(axis=0)  # (T, n)
-    x, y = result.source_tokens, result.output_tokens
-    fig, sizes, (ax,) = _sized_heatmaps(x, y)
-    heatmaps.still_heatmap(
-        ax, alpha, x, y, title=title, xlabel="source i", ylabel="output t", sizes=sizes
-    )
-    summary = f"{model.card['name']}: {text!r} -> {result.text!r}"
-    return Picture(fig, summary, {"alpha": alpha, "output": result.text, "source": x})
 
 
 def self_attention_heads(model, text: str, layer: int = 0) -> Picture:
@@ -736,7 +726,7 @@ def held_out_example(model, example: dict, what: str = "", layer: int | None = N
     alpha = result.alpha[-1 if layer is None else layer]  # (h, T, n)
     alpha = alpha.mean(axis=0) if head is None else alpha[head]  # (T, n)
     x, y = result.source_tokens, result.output_tokens
-    fig, sizes, (ax,) = _sized_heatmaps(x, y)
+    fig, sizes, (ax,) = _sized_heatmaps(x, y, title=title)
     heatmaps.still_heatmap(
         ax, alpha, x, y, title=title, xlabel="English (source i)", ylabel="output t", sizes=sizes
     )
@@ -782,19 +772,24 @@ def language_table(results: dict | None = None) -> Table:
 
 
 def head_roles_table(roles: dict, layer: int = 0) -> Table:
-    """The measured roles of the encoder self-attention heads of ``layer`` (``head_roles``)."""
-    names = roles["roles"]
+    """The measured roles of the encoder self-attention heads of ``layer`` (``head_roles``).
+
+    For each head: where its strongest weight falls most often above chance (the fraction if
+    the strongest key were drawn at random), and the fraction of every role.
+    """
+    names, chance = roles["roles"], np.asarray(roles["chance"])
     rows = []
-    for head, fractions in enumerate(roles["fractions"][layer]):
-        top = int(np.argmax(fractions))
+    for head, fractions in enumerate(np.asarray(roles["fractions"][layer])):
+        named = [k for k, r in enumerate(names) if r != "other"]
+        top = max(named, key=lambda k: fractions[k] / max(chance[k], 1e-9))
+        best = f"{names[top]} {fractions[top]:.0%} (chance {chance[top]:.0%})"
         shares = ", ".join(f"{r} {f:.0%}" for r, f in zip(names, fractions, strict=True))
-        rows.append([f"head {head + 1}", names[top], shares])
-    return Table(
-        ["head", "most often", "strongest weight on ..."],
-        rows,
-        caption=f"{roles['model']}, encoder layer {layer + 1}: every query of the "
-        f"{roles['strings']} test-split strings",
+        rows.append([f"head {head + 1}", best, shares])
+    caption = (
+        f"{roles['model']}, encoder layer {layer + 1}: every query of the {roles['strings']} "
+        "test-split strings"
     )
+    return Table(["head", "most above chance", "strongest weight on ..."], rows, caption, 12)
 
 
 def alpha_and_occlusion(example: dict, agreement: float) -> Picture:
@@ -803,24 +798,26 @@ def alpha_and_occlusion(example: dict, agreement: float) -> Picture:
     y = example["output_tokens"]
     alpha = np.asarray(example["alpha"])[:, :-1]  # (T, n - 1)
     drop = np.clip(np.asarray(example["occlusion"]), 0, None)  # (T, n - 1) nats
-    fig, sizes, (left, right) = _sized_heatmaps(x, y, panels=2)
+    costs = "hiding word i costs (scaled)"
+    fig, sizes, (left, right) = _sized_heatmaps(x, y, panels=2, max_height=450, title=costs)
     heatmaps.still_heatmap(
         left, alpha, x, y, title="alpha", xlabel="source i", ylabel="output t", sizes=sizes
     )
     heatmaps.still_heatmap(
-        right, drop / max(drop.max(), 1e-9), x, y, title="hiding word i costs",
+        right, drop / max(drop.max(), 1e-9), x, y, title=costs,
         xlabel="source i", ylabel="", sizes=sizes,
     )  # fmt: skip
     right.set_yticklabels([])
-    t = example["step"]
+    t, a, k = example["step"], example["alpha_argmax"], example["occlusion_argmax"]
     for ax in (left, right):
         ax.axhline(t - 0.5, color="red", lw=2)
         ax.axhline(t + 0.5, color="red", lw=2)
+    cost = np.asarray(example["occlusion"])[t]  # nats
     summary = (
-        f"{example['source']!r} -> {example['output']!r}: at output {t + 1} "
-        f"({y[t]!r}) alpha peaks on {x[example['alpha_argmax']]!r}, hiding "
-        f"{x[example['occlusion_argmax']]!r} costs most; over the test split alpha's argmax "
-        f"is the most costly word at {agreement:.0%} of the steps"
+        f"{example['source']!r} -> {example['output']!r}, output {t + 1} ({y[t]!r}): alpha "
+        f"{x[a]!r} {alpha[t, a]:.2f}, {x[k]!r} {alpha[t, k]:.2f}; hiding {x[k]!r} costs "
+        f"{cost[k]:.1f} nats, hiding {x[a]!r} {cost[a]:.2f}. Over the test split alpha's "
+        f"argmax is the most costly word at {agreement:.0%} of the steps"
     )
     return Picture(fig, summary, {"alpha": alpha, "drop": drop})
 

@@ -186,6 +186,8 @@ def reach(graph: Graph, node: Node | None = None) -> set[Node]:
     """Every node ``node`` (default: the last output, ``graph.target``) depends on, itself too."""
     pred = graph.predecessors()
     start = graph.target if node is None else node
+    if start not in pred:
+        raise ValueError(f"node {start!r} is not in the graph (nodes are (layer, position))")
     seen, stack = {start}, [start]
     while stack:
         for u in pred[stack.pop()]:

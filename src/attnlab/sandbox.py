@@ -559,11 +559,11 @@ class Session:
         per = f"{self.calls} call{'s' * (self.calls != 1)}"
         if error.whole:
             return (
-                f"{who} took longer than {error.seconds:g} s in all ({per}) and was stopped. "
+                f"Stopped: {who} took longer than {error.seconds:g} s in all ({per}). "
                 "Is it much slower than it needs to be (a Python loop over the entries)?"
             )
         return (
-            f"{who} took longer than {error.seconds:g} s in one call and was stopped. Is there "
+            f"Stopped: {who} took longer than {error.seconds:g} s in one call. Is there "
             "a loop that never ends, or a `time.sleep`?"
         )
 

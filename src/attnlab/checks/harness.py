@@ -177,7 +177,7 @@ def _result(
     except Failure as failure:
         category, details = failure.category, failure.message
     except OutOfTime as error:
-        category, details = "timeout", guard.time_message(error, "Your function")
+        category, details = "timeout", guard.time_message(error)
     except KeyboardInterrupt:
         category, details = (
             "interrupted",
@@ -239,9 +239,7 @@ def call_student(fn: Callable, args: tuple, where_: str) -> object:
             "exception", f"Your function raised {describe(error)}{where(error)} {where_}."
         ) from None
     except OutOfTime as error:
-        raise Failure(
-            "timeout", f"{guard.time_message(error, 'Your function')} ({where_})"
-        ) from None
+        raise Failure("timeout", f"{guard.time_message(error)} ({where_})") from None
 
 
 # --------------------------------------------------------------------------- comparisons

@@ -37,7 +37,7 @@ import torch
 import attnlab
 from attnlab.checkpoints import CHECKPOINT_DIR
 from attnlab.corpus import load_corpus
-from attnlab.data import tokenize
+from attnlab.data import UNK, tokenize
 from attnlab.decode import decode
 from attnlab.evaluate import Dictionary, copy_baseline, score, signatures, translate_all
 from attnlab.io import write_atomic
@@ -150,60 +150,66 @@ def _example(model, en: str, ref: str, layer: int = 0, head: int = 0) -> dict:
     }
 
 
+def _words(text: str) -> int:
+    return sum(t[0].isalpha() for t in tokenize(text))
+
+
 def word_order_example(model=None, pairs=None) -> dict:
-    """The shortest test string (3-8 words) RNNSearch translates exactly right while its
-    alpha crosses (a word-order swap); ties by the English."""
+    """Bahdanau's Fig. 3 on a held-out string: among the test strings of 3 to 8 words that
+    RNNSearch translates exactly right (word for word) while its alpha crosses (a later
+    output word looks further left than an earlier one: a word-order swap) and every English
+    token is some step's strongest weight, the one whose alpha is the most decided (highest
+    mean of each step's largest weight)."""
     model = model or attnlab.load("rnnsearch-en-fr")
     pairs = pairs if pairs is not None else load_corpus("fr")["test"]
     found = []
     for en, ref in pairs:
-        if not 3 <= len(tokenize(en)) <= 8:
+        if not 3 <= _words(en) <= 8:
             continue
         d = decode(model, en)
         real = d.alpha[0, 0][:, :-1]  # (T, n - 1): without the source <eos>
-        if _same_words(d.text, ref) and _crosses(_argmax_path(real)):
-            found.append((len(tokenize(en)), en, ref))
+        path = _argmax_path(real)
+        covered = len(set(path)) == real.shape[1]
+        if _same_words(d.text, ref) and _crosses(path) and covered:
+            found.append((float(real.max(axis=1).mean()), en, ref))
     if not found:
         raise LookupError("no test string is translated right with crossing alpha")
-    _, en, ref = min(found)
+    _, en, ref = max(found, key=lambda f: (f[0], f[1]))
     example = _example(model, en, ref)
     example["candidates"] = len(found)
     return example
 
 
 def _is_verb_final(en: str, de: str, output: str) -> bool:
-    """English starts with a verb and the German output ends with a verb (-en/-ern/-eln
-    infinitive) that is the reference's last word too."""
+    """The output is the reference word for word, and its last word is an infinitive
+    (-en/-ern/-eln): the German verb at the end."""
     words = [w for w in tokenize(output) if w.isalpha()]
-    ref_words = [w for w in tokenize(de) if w.isalpha()]
-    if len(words) < 2 or not ref_words or words[-1] != ref_words[-1]:
-        return False
-    return words[-1].endswith(("en", "ern", "eln")) and len(tokenize(en)) >= 2
+    return _same_words(output, de) and len(words) >= 2 and words[-1].endswith(("en", "ern", "eln"))
 
 
 def verb_final_example(model=None, pairs=None) -> dict:
-    """A test string where the EN->DE Transformer writes the verb last, right, and the
-    cross-attention head (of the last layer) that looks at the English verb from there.
-
-    Among the test strings whose output ends in the reference's final verb and whose output
-    words are all in the reference, the shortest where some head of the last layer puts its
-    strongest weight on the first English word at the verb step."""
+    """A German verb moving to the end: among the test strings of 3 or more English words
+    that the EN->DE Transformer translates exactly right, ending in the verb, those where a
+    cross-attention head of the last layer looks hardest at the first English word (the
+    English verb) while writing the German verb; the one with the largest such weight."""
     model = model or attnlab.load("transformer-en-de")
     pairs = pairs if pairs is not None else load_corpus("de")["test"]
     found = []
     for en, ref in pairs:
+        if _words(en) < 3:
+            continue
         d = decode(model, en)
-        if not _is_verb_final(en, ref, d.text) or not set(tokenize(d.text)) <= set(tokenize(ref)):
+        if not _is_verb_final(en, ref, d.text):
             continue
         t = max(i for i, w in enumerate(d.output_tokens) if w.isalpha())  # the verb's step
         last = d.alpha[-1, :, t]  # (h, n)
         heads = [h for h in range(last.shape[0]) if int(last[h].argmax()) == 0]
         if heads:
             best = max(heads, key=lambda h: last[h, 0])
-            found.append((len(tokenize(en)), en, ref, best, t))
+            found.append((float(last[best, 0]), en, ref, best, t))
     if not found:
         raise LookupError("no verb-final test string found")
-    _, en, ref, head, t = min(found)
+    _, en, ref, head, t = max(found, key=lambda f: (f[0], f[1]))
     layer = model.config.num_layers - 1
     example = _example(model, en, ref, layer=layer, head=head)
     example.update(layer=layer, head=head, verb_step=t, candidates=len(found))
@@ -289,9 +295,11 @@ def occlusion(model, text: str) -> dict:
 
 def alpha_vs_occlusion(model=None, pairs=None) -> dict:
     """How often alpha's argmax is the word whose occlusion hurts most, over the test split,
-    and the clearest counter-example: a step whose output word is in the reference, where
+    and the clearest counter-example: a step whose output is a word of the reference, where
     alpha's favourite word barely matters (its occlusion costs < 0.1 nats) while another
-    word's costs the most (> 1 nat); outputs equal to the reference are preferred."""
+    word's costs the most (> 1 nat); outputs equal to the reference first, then the largest
+    lead of alpha's favourite over the word that matters.  Words read as <unk> are left out
+    of the example (occluding them changes nothing)."""
     model = model or attnlab.load("rnnsearch-en-fr")
     pairs = pairs if pairs is not None else load_corpus("fr")["test"]
     agree = total = 0
@@ -305,9 +313,11 @@ def alpha_vs_occlusion(model=None, pairs=None) -> dict:
         for t, word in enumerate(o["decoding"].output_tokens):
             a, k = int(alpha[t].argmax()), int(o["drop"][t].argmax())
             agree, total = agree + (a == k), total + 1
-            gap = float(o["drop"][t, k] - o["drop"][t, a])
-            clear = a != k and o["drop"][t, a] < 0.1 and o["drop"][t, k] > 1.0
-            if clear and word in tokenize(ref) and (best is None or (right, gap) > best[:2]):
+            gap = float(alpha[t, a] - alpha[t, k])  # how much more alpha gives the wrong word
+            known = UNK not in (o["decoding"].source_tokens[a], o["decoding"].source_tokens[k])
+            clear = known and a != k and o["drop"][t, a] < 0.1 and o["drop"][t, k] > 1.0
+            clear = clear and word[0].isalpha() and word in tokenize(ref)  # a real word, right
+            if clear and (best is None or (right, gap) > best[:2]):
                 best = (right, gap, en, ref, t, a, k)
     result = {"agreement": round(agree / max(total, 1), 3), "steps": total}
     if best is not None:

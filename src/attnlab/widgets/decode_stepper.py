@@ -476,7 +476,7 @@ class DecodeStepper(BaseWidget):
         where = "" if self.head_box.layout.display == "none" else f", {self.head.label}"
         d = self.decoding
         read = " ".join(d.source_tokens[:-1]) if d.level == "word" else self.text.value
-        return short(f"{self.model_chooser.value}{where} reads '{read}'", 56)
+        return short(f"{self.model_chooser.value}{where} reads '{read}'", 64)
 
     def _render(self) -> None:
         d = self.decoding

@@ -170,9 +170,9 @@ class ScaledDotExplorer(BaseWidget):
         self.head.observe(self._on_trained_input, names="value")
         self.mode.observe(self._on_mode, names="value")
         self.preset.on_click(lambda _: self.show_point())
-        self._render_random()
         self.guard(self._load_trained)  # its frames too, for the exported page
         self.show_message("")  # a model that cannot load is said when the mode is chosen
+        self._render_random()  # last: the figure is left as the random mode draws it
         self.grid.select()
 
     # ------------------------------------------------------------------ figure and frames

@@ -68,7 +68,8 @@ class ScoreLab(BaseWidget):
     * ``models`` (name -> model), ``grid`` (FrameGrid, one frame per date, linked to
       ``date`` in the browser), ``frames`` (its Stack), ``frame`` (the date's Frame);
     * from the frame: ``decodings`` (name -> the Decoding of the date shown), ``titles``
-      (the panel titles drawn), ``alphas``
+      (the panel titles drawn), ``fig`` and ``panels`` (name -> Heatmap) of its picture,
+      ``alphas``
       (name -> (T, n)), ``translations`` (name -> the output); ``image``, ``message``.
     """
 
@@ -124,21 +125,24 @@ class ScoreLab(BaseWidget):
             ax.set_axis_off()
         return fig, sizes, axes[:k], cols
 
-    def _picture(self, decodings: dict) -> tuple[bytes, list[str]]:
-        """The PNG of one date, and its panel titles (formula, name, exact match)."""
+    def _picture(self, decodings: dict) -> tuple[bytes, dict]:
+        """The PNG of one date, and what it drew: ``titles`` (formula, name, exact match),
+        ``fig`` and ``panels`` (name -> its Heatmap)."""
         fig, sizes, axes, cols = self._figure(decodings)
-        titles = []
+        titles, panels = [], {}
         for k, (ax, (name, d)) in enumerate(zip(axes, decodings.items(), strict=True)):
             heat = Heatmap(ax, colorbar=k % cols == cols - 1, xlabel="source", sizes=sizes,
                            ylabel="output" if k % cols == 0 else "")  # fmt: skip
             heat.image.set_animated(False)  # a still picture per date
             heat.set_labels(d.source_tokens, d.output_tokens)
             heat.set_data(d.alpha[0].mean(axis=0))  # (T, n): RNN models have L = h = 1
+            panels[name] = heat
             match = exact_match(self.models[name])
             score = f"{100 * match:.1f}% exact" if match is not None else "no card"
             titles.append(f"{FORMULAS.get(name, '')}\n{literal(name)}: {score}")
             ax.set_title(titles[-1], fontsize=sizes.label)
-        return png_bytes(fig, draw=True, palette=True), titles
+        return png_bytes(fig, draw=True, palette=True), {"titles": titles, "fig": fig,
+                                                          "panels": panels}  # fmt: skip
 
     def _decode_all(self, text: str) -> dict:
         with one_thread():
@@ -147,10 +151,10 @@ class ScoreLab(BaseWidget):
     def _add(self, text: str) -> None:
         """Decode ``text`` with every model and add its picture as a frame (InvalidInput)."""
         decodings = self._decode_all(text)
-        picture, titles = self._picture(decodings)
+        picture, drawn = self._picture(decodings)
         n = len(self.date.options)
         self.grid.resize(n + 1)
-        self.grid.set((n,), picture, text=text, decodings=decodings, titles=titles)
+        self.grid.set((n,), picture, text=text, decodings=decodings, **drawn)
         with self.hold_trait_notifications():
             self.date.options = [*self.date.options, text]
 
@@ -171,6 +175,16 @@ class ScoreLab(BaseWidget):
     def frame(self):
         """The Frame of the date the dropdown selects."""
         return self.grid.frame()
+
+    @property
+    def fig(self):
+        """The figure of the date shown (its text sizes: ``typography.text_sizes``)."""
+        return self.frame.data["fig"]
+
+    @property
+    def panels(self) -> dict:
+        """name -> the Heatmap of that model in the picture shown."""
+        return dict(self.frame.data["panels"])
 
     @property
     def decodings(self) -> dict:
