@@ -603,8 +603,10 @@ lecture.held_out_example(rnnsearch_fr, language["word_order"])
 # never seen in training) and the output is the reference, word for word. French reorders
 # the words: where a later French word looks further left in the English than the word before
 # it, the rows cross: the word-order swap of "European Economic Area" -> "zone économique
-# européenne". The example was found by a rule over the test split (the shortest string the
-# model translates right with crossing alpha), not picked by hand. The bi-GRU's weight is often
+# européenne". Here "Run Selected Code" -> "exécuter le code sélectionné": "code" looks at
+# "code", then "sélectionné" goes back left to "selected". The example was found by a rule over
+# the test split (the shortest string the model translates right with crossing alpha), not
+# picked by hand. The bi-GRU's weight is often
 # spread over neighbours: its states already carry their neighbours' words.
 # Minutes: 3
 
@@ -614,22 +616,16 @@ lecture.held_out_example(rnnsearch_fr, language["word_order"])
 # `transformer-en-de`, one head of its cross-attention, on a held-out string:
 
 # %%
-transformer_de = attnlab.load("transformer-en-de")
-verb = language["verb_final"]
-lecture.held_out_example(
-    transformer_de,
-    verb,
-    f"layer {verb['layer'] + 1}, head {verb['head'] + 1}: ",
-    verb["layer"],
-    verb["head"],
-)
+transformer_de, verb = attnlab.load("transformer-en-de"), language["verb_final"]
+lecture.held_out_example(transformer_de, verb, layer=verb["layer"], head=verb["head"])
 
 # %% [markdown] slideshow={"slide_type": "notes"}
 # English puts the verb first, German at the end (the infinitive of a command: "Alle Tabs
 # schließen"). One head of the last layer, found by a rule over the test split (the shortest
 # right verb-final string where some head looks from the verb back at the first English word):
-# writing the German verb, it attends to the English verb at the other end. Other heads do
-# other things: the DecodeStepper and the HeadView show each head.
+# writing the German verb, it attends to the English verb at the other end ("Select All Cells"
+# -> "alle zellen auswählen": "auswählen" puts almost all its weight on "select"). Other heads
+# do other things: the DecodeStepper and the HeadView show each head.
 # Minutes: 2
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
@@ -748,7 +744,7 @@ lecture.model_table()
 # Cut from the main path, kept for questions: the equations checked by hand, your own score in a
 # trained model, where the alignment breaks, training live, forward times on one thread, path
 # lengths explored, $Q$/$K$/$V$ of the trained model, the library's multi-head attention, every
-# head of the cross-attention, and Table 2 of Vaswani et al.
+# head on a date you type (HeadView), and Table 2 of Vaswani et al.
 
 # %% [markdown] slideshow={"slide_type": "notes"}
 # Not part of the 90 minutes: open one of these when a question asks for it.

@@ -238,3 +238,25 @@ def test_alpha_is_not_always_an_explanation(models):
     assert int(occ.argmax()) == ex["occlusion_argmax"] != ex["alpha_argmax"]
     alpha = torch.tensor(ex["alpha"])[ex["step"], :-1]
     assert int(alpha.argmax()) == ex["alpha_argmax"]
+
+
+# --------------------------------------------------------------------------- make train / bench
+def test_make_train_rebuilds_the_corpus_and_the_word_models():
+    make = (Path(__file__).resolve().parents[1] / "Makefile").read_text()
+    train = make.split("\ntrain:", 1)[1].split("\n\n", 1)[0]
+    for command in (
+        "-m attnlab.corpus",
+        "-m attnlab.translation --all --replace-shipped",
+        "-m attnlab.experiments.language",
+    ):
+        assert command in train
+    assert "benchmarks/language.py" in make.split("\nbench:", 1)[1].split("\n\n", 1)[0]
+    assert "data-requirements.txt" in make.split("$(STAMP):", 1)[1].split("\n\n", 1)[0]
+
+
+def test_training_never_overwrites_the_shipped_models_unasked(capsys):
+    from attnlab.translation import main
+
+    with pytest.raises(SystemExit) as err:
+        main(["--name", "rnnsearch-en-fr", "--out", str(CHECKPOINT_DIR)])
+    assert err.value.code == 2 and "--replace-shipped" in capsys.readouterr().err

@@ -722,6 +722,9 @@ def held_out_example(model, example: dict, what: str = "", layer: int | None = N
     """
     result = decode(model, example["source"])
     right = tokenize(result.text) == tokenize(example["reference"])
+    if head is not None and not what:
+        shown = range(result.alpha.shape[0])[-1 if layer is None else layer]  # 0-based
+        what = f"layer {shown + 1}, head {head + 1}: "
     title = f"{what}held out, output {'= reference' if right else '≠ reference'}"
     alpha = result.alpha[-1 if layer is None else layer]  # (h, T, n)
     alpha = alpha.mean(axis=0) if head is None else alpha[head]  # (T, n)
@@ -799,7 +802,7 @@ def alpha_and_occlusion(example: dict, agreement: float) -> Picture:
     alpha = np.asarray(example["alpha"])[:, :-1]  # (T, n - 1)
     drop = np.clip(np.asarray(example["occlusion"]), 0, None)  # (T, n - 1) nats
     costs = "hiding word i costs (scaled)"
-    fig, sizes, (left, right) = _sized_heatmaps(x, y, panels=2, max_height=450, title=costs)
+    fig, sizes, (left, right) = _sized_heatmaps(x, y, panels=2, max_height=420, title=costs)
     heatmaps.still_heatmap(
         left, alpha, x, y, title="alpha", xlabel="source i", ylabel="output t", sizes=sizes
     )

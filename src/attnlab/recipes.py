@@ -172,9 +172,6 @@ class LanguageRecipe:
     # (English word, its most probable translation) pair per word seen >= lexicon_min times
     # with t(f|e) >= 0.5; 0: no): the lexicon is what a few thousand strings teach slowly.
     lexicon_min: int = 2
-    # A shipped word model (trained first) whose English vocabulary and encoder this one
-    # starts from, or "" (none): the small EN->DE corpus borrows the EN->FR one's English.
-    encoder_from: str = ""
     tgt_min_count: int = 1
     seed: int = 0
     threads: int = 1

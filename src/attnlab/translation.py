@@ -48,8 +48,6 @@ __all__ = [
 ]
 
 PROG = "python -m attnlab.translation"
-#: The parameters a model with ``encoder_from`` takes over: the English embeddings and encoder.
-ENCODER_PARTS = ("src_emb.", "encoder_layers.", "enc_ln.", "encoder.")
 
 
 def build_vocabs(pairs: list[tuple[str, str]], recipe: LanguageRecipe) -> tuple[Vocab, Vocab]:
@@ -118,23 +116,13 @@ def _lr_factor(recipe: LanguageRecipe):
     return factor
 
 
-def train(
-    recipe: LanguageRecipe, corpus: dict, progress: bool = True, base: Seq2SeqModel | None = None
-) -> tuple[Seq2SeqModel, dict]:
+def train(recipe: LanguageRecipe, corpus: dict, progress: bool = True) -> tuple[Seq2SeqModel, dict]:
     """Train ``recipe`` on ``corpus`` (from :func:`attnlab.corpus.load_corpus`); returns the
-    model with the best dev chrF and its history (step, loss, dev_chrf, seconds).
-
-    ``base`` (the recipe's ``encoder_from`` model): the new model reads English with its
-    vocabulary and starts from its encoder (transfer: the English side is learnt from the
-    larger EN->FR corpus)."""
+    model with the best dev chrF and its history (step, loss, dev_chrf, seconds)."""
     torch.manual_seed(recipe.seed)
     pairs = corpus["train"] + lexicon_pairs(corpus["train"], recipe.lexicon_min)
     src_vocab, tgt_vocab = build_vocabs(corpus["train"], recipe)
-    src_vocab = base.src_vocab if base is not None else src_vocab
     model = build_model(recipe.kind, src_vocab, tgt_vocab, recipe.config)
-    if base is not None:
-        encoder = {k: v for k, v in base.state_dict().items() if k.startswith(ENCODER_PARTS)}
-        model.load_state_dict(encoder, strict=False)  # the decoder starts fresh
     data = encode_word_pairs(pairs, src_vocab, tgt_vocab)
     opt = torch.optim.AdamW(model.parameters(), lr=recipe.lr, weight_decay=recipe.weight_decay)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, _lr_factor(recipe))
@@ -242,14 +230,6 @@ def exact_match(model: Seq2SeqModel, pairs: list[tuple[str, str]]) -> float:
     return round(right / max(1, len(pairs)), 4)
 
 
-def _base_model(name: str, out_dir: Path) -> Seq2SeqModel:
-    """The model ``name`` as this run wrote it into ``out_dir``, else the shipped one."""
-    try:
-        return checkpoints.load(name, out_dir)
-    except FileNotFoundError:
-        return checkpoints.load(name)
-
-
 def train_and_save(name: str, out_dir: Path, progress: bool = True) -> Path:
     """Train the recipe ``name``, score it, and save it (fp16 weights + card) in ``out_dir``."""
     recipe = LANGUAGE_RECIPES[name]
@@ -257,8 +237,7 @@ def train_and_save(name: str, out_dir: Path, progress: bool = True) -> Path:
     torch.set_num_threads(recipe.threads)
     try:
         corpus = load_corpus(recipe.lang)
-        base = _base_model(recipe.encoder_from, out_dir) if recipe.encoder_from else None
-        model, history = train(recipe, corpus, progress, base)
+        model, history = train(recipe, corpus, progress)
         model = model.half().float()  # as it is stored (fp16) and loaded: the card scores that
         card = _card(name, recipe, model, history, corpus)
     finally:
@@ -282,6 +261,8 @@ def main(argv: list[str] | None = None) -> int:
     where.add_argument("--replace-shipped", action="store_true", help="write into the package")
     args = p.parse_args(argv)
     out = checkpoints.CHECKPOINT_DIR if args.replace_shipped else args.out
+    if not args.replace_shipped and out.resolve() == checkpoints.CHECKPOINT_DIR:
+        p.error(f"{out} holds the shipped models: add --replace-shipped to replace them")
     names = list(LANGUAGE_RECIPES) if args.all else args.name
     try:
         for name in names:

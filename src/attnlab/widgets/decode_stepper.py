@@ -490,7 +490,10 @@ class DecodeStepper(BaseWidget):
         rnn = d.context is not None  # RNNSearch: the query is s_{t-1}, c_t is a mix of h_i
         words = d.level == "word"
         so_far = [
-            _tail(" ".join(d.output_tokens[: t + 1]) if words else d.text[: t + 1], 18)
+            _tail(
+                " ".join(d.output_tokens[: t + 1]) if words else d.text[: t + 1],
+                28 if words else 18,
+            )
             for t in range(T)
         ]
         captions = [
