@@ -603,10 +603,10 @@ lecture.held_out_example(rnnsearch_fr, language["word_order"])
 # never seen in training) and the output is the reference, word for word. French reorders
 # the words: where a later French word looks further left in the English than the word before
 # it, the rows cross: the word-order swap of "European Economic Area" -> "zone économique
-# européenne". Here "Run Selected Code" -> "exécuter le code sélectionné": "code" looks at
-# "code", then "sélectionné" goes back left to "selected". The example was found by a rule over
-# the test split (the shortest string the model translates right with crossing alpha), not
-# picked by hand. The bi-GRU's weight is often
+# européenne" (e.g. "Run Selected Code" -> "exécuter le code sélectionné": the adjective
+# moves behind the noun). The example was found by a rule over the test split (the shortest
+# string the model translates right with crossing alpha), not picked by hand: the cell's text
+# names it and says whether the output equals the reference. The bi-GRU's weight is often
 # spread over neighbours: its states already carry their neighbours' words.
 # Minutes: 3
 
@@ -623,9 +623,9 @@ lecture.held_out_example(transformer_de, verb, layer=verb["layer"], head=verb["h
 # English puts the verb first, German at the end (the infinitive of a command: "Alle Tabs
 # schließen"). One head of the last layer, found by a rule over the test split (the shortest
 # right verb-final string where some head looks from the verb back at the first English word):
-# writing the German verb, it attends to the English verb at the other end ("Select All Cells"
-# -> "alle zellen auswählen": "auswählen" puts almost all its weight on "select"). Other heads
-# do other things: the DecodeStepper and the HeadView show each head.
+# writing the German verb, it attends to the English verb at the other end (e.g. "Select All
+# Cells" -> "alle zellen auswählen"). Other heads do other things: the DecodeStepper and the
+# HeadView show each head.
 # Minutes: 2
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
@@ -669,9 +669,10 @@ lecture.alpha_and_occlusion(occlusion["example"], occlusion["agreement"])
 # Jain and Wallace (2019): attention weights need not say what the output depends on. At the
 # marked row the model writes an output word while alpha points at one English word; hiding
 # that word (replacing it by <unk>, the output kept fixed) barely changes the probability of
-# the output word, hiding another one changes it most. Over the test split, alpha's favourite
-# word is the most costly word to hide at only about half of the steps. Attention is a
-# mechanism the model uses, not an explanation of its output.
+# the output word, hiding another one changes it most (the cell's text gives the numbers). Over
+# the test split, alpha's favourite word is the most costly word to hide at only some of the
+# steps (the percentage in the cell's text). Attention is a mechanism the model uses, not an
+# explanation of its output.
 # Minutes: 3
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
@@ -697,10 +698,11 @@ lecture.language_table(language)
 # Not comparable scores: Vaswani et al. test on newstest2014 news sentences; we test on the
 # held-out interface strings (at most 15 English words, lower-cased, one reference), far
 # shorter and easier. The compute is the point: minutes on one CPU thread against 12 hours
-# (base) to 3.5 days (big) on 8 GPUs. Read our rows honestly: the attention models beat copying
-# and the RNNEncDec without attention on BLEU; the word-by-word dictionary comes close on chrF
-# (on EN->DE it is ahead): short menu strings are often translated word for word. The scores
-# are sacrebleu's, with their signatures in results/language.json.
+# (base) to 3.5 days (big) on 8 GPUs. Read our rows against the baselines: copying the English,
+# and a word-by-word dictionary learned from the training split. BLEU rewards word order, chrF
+# hardly sees it, so the dictionary looks strongest on chrF: short menu strings are often
+# translated word for word. The scores are sacrebleu's, with their signatures in
+# results/language.json; every number in the table is read from that file.
 # Minutes: 3
 
 # %% [markdown] slideshow={"slide_type": "subslide"}

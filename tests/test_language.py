@@ -4,6 +4,7 @@ and beat the baselines on a fixed sample of the held-out test split."""
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 
@@ -11,9 +12,10 @@ import attnlab
 from attnlab.checkpoints import CHECKPOINT_DIR, SHIPPED, load_card, weights_path
 from attnlab.corpus import load_corpus
 from attnlab.data import EOS, UNK, InvalidInput, Vocab, detokenize, tokenize
-from attnlab.decode import decode, steps
+from attnlab.decode import allowed_tokens, copy_unknown, decode, steps
 from attnlab.evaluate import Dictionary, copy_baseline, score, translate_all
 from attnlab.experiments.language import MODELS, RESULTS_FILE, load_results
+from attnlab.translation import copy_targets, encode_word_pairs
 
 NAMES = list(MODELS)
 ATTENTION = ["rnnsearch-en-fr", "transformer-en-fr", "transformer-en-de"]
@@ -86,7 +88,10 @@ def test_words_in_and_words_out(models, name):
     d = decode(model, phrase)
     assert d.source_tokens == [*tokenize(phrase), EOS]
     assert d.level == "word" and d.output_tokens
-    assert all(t in model.tgt_vocab.stoi for t in d.output_tokens)
+    assert all(
+        t in model.tgt_vocab.stoi and t != UNK or c
+        for t, c in zip(d.output_tokens, d.copied, strict=True)
+    )
     assert d.text == detokenize(d.output_tokens) == model.translate(phrase)
     assert model.tgt_vocab.join([s.token for s in steps(model, phrase)]) == d.text
     L, h, T, n = d.alpha.shape
@@ -101,6 +106,68 @@ def test_unknown_words_show_as_unk(models, name):
     assert model.source_tokens(text) == ["close", "the", UNK, "tabs", EOS]
     d = decode(model, text)
     assert d.source_tokens[2] == UNK and len(d.output_tokens) <= model.max_tgt_len
+
+
+# --------------------------------------------------------------------------- copying <unk>
+def test_copy_unknown_writes_the_source_word_alpha_weighs_most():
+    v = Vocab(["ferme", "les"], level="word")
+    alpha = np.zeros((2, 2, 3, 4))  # (L, h, T, n): source "close the zork <eos>"
+    alpha[0, :, :, 0] = 1.0  # the first layer looks at "close": it does not count
+    alpha[1, 0, 1] = [0.1, 0.1, 0.7, 0.1]  # step 1 (<unk>): the heads' mean is largest on
+    alpha[1, 1, 1] = [0.2, 0.3, 0.4, 0.1]  # "zork" (0.55), though head 1 alone is unsure
+    alpha[1, :, 2] = [0.1, 0.1, 0.1, 0.7]  # step 2 (<unk>) looks at <eos>: nothing to copy
+    tokens, copied = copy_unknown(v, [4, v.unk, v.unk], alpha, ["close", "the", "zork"])
+    assert tokens == ["ferme", "zork", UNK] and copied == [False, True, False]
+    chars = Vocab("abc")  # a character model never copies (and never writes <unk>)
+    assert copy_unknown(chars, [4, chars.unk], alpha[:, :, :2], ["a", "b", "c"])[1] == [
+        False,
+        False,
+    ]
+
+
+def test_only_word_models_may_write_unk():
+    assert allowed_tokens(Vocab(["close"], level="word"))[3]
+    assert not allowed_tokens(Vocab("abc"))[3]
+    assert not allowed_tokens(Vocab(["close"], level="word"))[:2].any()  # <pad>, <sos>
+
+
+def test_training_targets_hold_unk_where_a_word_is_copied():
+    src = Vocab(["open", "jupyterlab"], level="word")
+    tgt = Vocab(["ouvrir", "zork", "jupyterlab"], level="word")
+    pairs = [("Open zork", "Ouvrir zork"), ("Open JupyterLab", "Ouvrir JupyterLab")]
+    plain = encode_word_pairs(pairs, src, tgt)["tgt_out"]
+    data = encode_word_pairs(pairs, src, tgt, copy_unknown=True)
+    # "zork" is read as <unk> and copied: learned as <unk>; "jupyterlab" (known) stays
+    assert plain[0, 1] == tgt.stoi["zork"] and data["tgt_out"][0].tolist() == [4, 3, 2]
+    assert data["tgt_out"][1].tolist() == plain[1].tolist() == [4, 6, 2]
+    # word dropout made "open" <unk> in the source: its copy "open" in the target follows
+    src2, tgt2 = Vocab(["open", "x"], level="word"), Vocab(["open", "y"], level="word")
+    d = encode_word_pairs([("open x", "open y")], src2, tgt2)
+    twin = torch.tensor([-1, -1, -1, -1, src2.stoi["open"], -1])
+    dropped = torch.tensor([[True, False, False]])
+    tgt_in, tgt_out = copy_targets(d["src"], dropped, d["tgt_in"], d["tgt_out"], twin)
+    assert tgt_out.tolist() == [[3, 5, 2]] and tgt_in.tolist() == [[1, 3, 5]]
+
+
+@pytest.mark.parametrize("name", ATTENTION)
+def test_the_models_copy_words_they_cannot_read(models, name):
+    """Over the test sample, some outputs copy an unknown source word; each copy is the
+    source word that the last layer's alpha (mean over heads) weighs most at that step, and
+    the batched translation (the scores) writes exactly what decode writes."""
+    model = models[name]
+    pairs = sample(MODELS[name])
+    texts = [en for en, _ in pairs]
+    batched = translate_all(model, texts)
+    copies = 0
+    for text, out in zip(texts, batched, strict=True):
+        d = decode(model, text)
+        assert d.text == out == model.translate(text)
+        words = model.src_vocab.tokens(model.prepare(text))
+        for t in np.flatnonzero(d.copied):
+            i = int(d.alpha[-1, :, t].mean(axis=0).argmax())
+            assert d.output_tokens[t] == words[i]
+            copies += 1
+    assert copies > 0
 
 
 BAD = {

@@ -293,3 +293,20 @@ def test_live_plot_updates_one_picture_in_place(monkeypatch):
     assert "exact match 0.970" in live.plot.fig.get_suptitle()
     assert live.plot.target_line is not None
     assert len(shown) == 4 and all(Image.open(io.BytesIO(p)).format == "PNG" for p in shown)
+
+
+def test_a_row_of_panels_labelled_on_its_left_counts_only_for_the_same_queries():
+    fig, sizes = canvas.slide_figure(900, 300)
+    left, mid, right = fig.subplots(1, 3)
+    keys = ["a", "b", "c"]
+    heats = [
+        heatmaps.still_heatmap(left, np.full((2, 3), 0.3), keys, ["x", "y"], sizes=sizes),
+        heatmaps.still_heatmap(mid, np.full((2, 3), 0.3), keys, ["x", "y"], sizes=sizes),
+        heatmaps.still_heatmap(right, np.full((2, 3), 0.3), keys, ["p", "q"], sizes=sizes),
+    ]
+    for ax in (mid, right):
+        ax.tick_params(labelleft=False)  # labelled once, on the row's left
+    fig.canvas.draw()
+    records = [h.record() for h in heats]
+    assert records[1]["queries_labelled"] == ["x", "y"]  # the row's labels are its own
+    assert records[2]["queries_labelled"] == []  # other queries: unlabelled, and caught

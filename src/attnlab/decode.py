@@ -11,9 +11,13 @@ back in one teacher-forced pass (``model.alignments``) that gives every step's a
 models as one layer and one head (RNNEncDec: a one-hot on the last source position, all its
 decoder sees is the final state).
 
-Special tokens are never written: ``<pad>``, ``<sos>`` and ``<unk>`` are masked out of every
-step's distribution, ``<eos>`` ends the output, and an output is at most
-``model.max_tgt_len`` tokens long.  ``prob`` is each token's probability under that
+Special tokens are never written: ``<pad>`` and ``<sos>`` are masked out of every step's
+distribution, ``<eos>`` ends the output, and an output is at most ``model.max_tgt_len``
+tokens long.  ``<unk>`` is masked too for character models (dates, reversal); a word model
+may write it, and :func:`copy_unknown` replaces each ``<unk>`` it writes by the source word
+its attention weighs most at that step (Luong et al. 2015; Jean et al. 2015): that is how a
+name, a number or a rare word it has no target word for gets through (``Decoding.copied``
+marks those steps).  ``prob`` is each token's probability under that
 distribution (the model's softmax over the real output tokens and ``<eos>``).
 ``steps(model, text)`` yields one :class:`Step` per output token of a :class:`Decoding`, so
 joining the tokens gives exactly ``model.translate(text)``.
@@ -23,14 +27,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
 import torch
 from torch import Tensor
 
-from attnlab.data import EOS, SPECIALS, Vocab, detokenize
+from attnlab.data import EOS, SPECIALS, UNK, Vocab, detokenize
 
 
 class Seq2Seq(Protocol):
@@ -40,6 +44,7 @@ class Seq2Seq(Protocol):
     (``translate`` decodes), and no module imports one that imports it back.
     """
 
+    src_vocab: Vocab
     tgt_vocab: Vocab
     max_tgt_len: int
     training: bool
@@ -63,9 +68,11 @@ __all__ = [
     "allowed_tokens",
     "beam_search",
     "check_beam",
+    "copy_unknown",
     "decode",
     "greedy",
     "steps",
+    "translate_batch",
 ]
 
 #: The widest beam search accepts (wider beams cost memory and time, and gain nothing here).
@@ -94,7 +101,9 @@ class Decoding:
 
     source_tokens (n, ends "<eos>"); output_tokens (T, without the final <eos>); probs (T,);
     alpha (L, h, T, n) cross-attention (RNN models: L = h = 1); context (T, d) c_t for
-    RNNSearch, else None.  ``text`` is the output as one string.
+    RNNSearch, else None.  ``text`` is the output as one string.  copied (T,): True where a
+    word model wrote ``<unk>`` and the source word its alpha weighs most was copied in its
+    place (:func:`copy_unknown`; ``output_tokens`` shows the copied word).
     """
 
     source_tokens: list[str]
@@ -103,6 +112,7 @@ class Decoding:
     alpha: np.ndarray
     context: np.ndarray | None
     level: str = "char"  # "word": the tokens are words, ``text`` joins them with spaces
+    copied: list[bool] = field(default_factory=list)  # (T,) steps that copied a source word
 
     @property
     def text(self) -> str:
@@ -133,8 +143,10 @@ def _evaluating(model: Seq2Seq) -> Iterator[None]:
 
 
 def allowed_tokens(vocab: Vocab) -> Tensor:
-    """(V,) bool: True for the tokens a decoder may write (real characters and <eos>)."""
-    banned = [vocab.stoi[s] for s in SPECIALS if s != EOS]  # <pad>, <sos>, <unk>
+    """(V,) bool: True for the tokens a decoder may write: real tokens and <eos>, and <unk>
+    for a word vocabulary (:func:`copy_unknown` replaces it by a source word)."""
+    keep = (EOS, UNK) if vocab.level == "word" else (EOS,)
+    banned = [vocab.stoi[s] for s in SPECIALS if s not in keep]  # <pad>, <sos> (, <unk>)
     allowed = torch.ones(len(vocab), dtype=torch.bool)
     allowed[banned] = False
     return allowed
@@ -169,23 +181,81 @@ def decode(model: Seq2Seq, text: object, beam: int | None = None) -> Decoding:
     src = model.source_ids(prepared)  # (1, n)
     with _evaluating(model):
         ids = greedy(model, src)[0] if beam is None else beam_search(model, src, beam)
-        return _read(model, [*model.tokens_of(prepared), EOS], src, ids)
+        return _read(model, prepared, src, ids)
 
 
-def _read(model: Seq2Seq, source_tokens: list[str], src: Tensor, ids: list[int]) -> Decoding:
+def _read(model: Seq2Seq, prepared: str, src: Tensor, ids: list[int]) -> Decoding:
     """One teacher-forced pass over the output ``ids``: probabilities, alpha, c_t."""
     T, vocab = len(ids), model.tgt_vocab
     tgt_in = torch.tensor([[vocab.sos, *ids]])  # (1, T + 1): the last step writes <eos>
     logits, alpha, context = model.alignments(src, _lengths(src), tgt_in)
     p = torch.softmax(_masked(logits[0, :T], allowed_tokens(vocab)), dim=-1)  # (T, V)
+    alpha_T = alpha[0, :, :, :T].numpy()  # (L, h, T, n)
+    tokens, copied = copy_unknown(vocab, ids, alpha_T, model.src_vocab.tokens(prepared))
     return Decoding(
-        source_tokens=source_tokens,
-        output_tokens=[vocab.itos[i] for i in ids],
-        probs=p[torch.arange(T), ids].numpy(),  # p(y_t | y_<t, x): (T,)
-        alpha=alpha[0, :, :, :T].numpy(),  # (L, h, T, n)
+        source_tokens=[*model.tokens_of(prepared), EOS],
+        output_tokens=tokens,
+        probs=p[torch.arange(T), ids].numpy(),  # p(y_t | y_<t, x): (T,), <unk>'s for a copy
+        alpha=alpha_T,
         context=None if context is None else context[0, :T].numpy(),  # (T, d)
         level=vocab.level,
+        copied=copied,
     )
+
+
+def copy_unknown(
+    vocab: Vocab, ids: list[int], alpha: np.ndarray, source_words: list[str]
+) -> tuple[list[str], list[bool]]:
+    """The output tokens of ``ids``, each ``<unk>`` replaced by the source word it attends to.
+
+    The rare-word use of attention (Luong et al. 2015, Jean et al. 2015): at a step t where a
+    word model wrote ``<unk>``, copy source_words[argmax_i alpha_{t,i}], the word as the model
+    read it (lower-cased), alpha being the last layer's cross-attention averaged over its
+    heads (RNNSearch: its one alpha).  The final source ``<eos>`` is never copied: when alpha
+    weighs it most, ``<unk>`` stays.  alpha (L, h, T, n) with n = len(source_words) + 1.
+    Returns the tokens (T,) and which steps copied (T,).  The one place this is done:
+    :func:`decode` and :func:`translate_batch` both call it.
+    """
+    tokens = [vocab.itos[i] for i in ids]
+    copied = [False] * len(ids)
+    if vocab.level != "word":
+        return tokens, copied
+    for t, token in enumerate(tokens):
+        if token == UNK:
+            i = int(alpha[-1, :, t].mean(axis=0).argmax())  # argmax_i mean_h alpha_{t,i}: (n,)
+            if i < len(source_words):
+                tokens[t], copied[t] = source_words[i], True
+    return tokens, copied
+
+
+def translate_batch(model: Seq2Seq, prepared: list[str]) -> list[str]:
+    """Greedy translations of texts already :meth:`prepare`-d, decoded as one batch.
+
+    The same outputs as ``decode(model, text).text`` for each (greedy; <unk> copied by
+    :func:`copy_unknown`, with alpha from one teacher-forced pass over the batch).
+    """
+    rows = [model.source_ids(text)[0] for text in prepared]
+    n = max(len(r) for r in rows)
+    src = torch.zeros(len(rows), n, dtype=torch.long)  # (B, n), <pad> = 0
+    for b, r in enumerate(rows):
+        src[b, : len(r)] = r
+    src_len = torch.tensor([len(r) for r in rows])  # (B,)
+    vocab = model.tgt_vocab
+    with _evaluating(model):
+        ids = greedy(model, src, src_len)
+        alpha = None
+        if any(vocab.unk in row for row in ids):  # alpha only when something is copied
+            T = max(len(row) for row in ids)
+            tgt_in = torch.tensor([[vocab.sos, *row] + [0] * (T - len(row)) for row in ids])
+            alpha = model.alignments(src, src_len, tgt_in)[1].numpy()  # (B, L, h, T + 1, n)
+    out = []
+    for b, (text, row) in enumerate(zip(prepared, ids, strict=True)):
+        if alpha is None or vocab.unk not in row:
+            out.append(vocab.join([vocab.itos[i] for i in row]))
+            continue
+        a = alpha[b, :, :, : len(row), : len(rows[b])]  # (L, h, T_b, n_b)
+        out.append(vocab.join(copy_unknown(vocab, row, a, model.src_vocab.tokens(text))[0]))
+    return out
 
 
 def steps(model: Seq2Seq, text: object, beam: int | None = None) -> Iterator[Step]:

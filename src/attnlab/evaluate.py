@@ -10,7 +10,8 @@ r"""Scoring translations of the real-language corpus: sacrebleu's BLEU and chrF,
 * :class:`Dictionary`: a word-by-word dictionary learned from the training split (IBM Model 1,
   Brown et al. 1993: five EM rounds of t(f | e)), each English word replaced by its most
   probable translation, in the English order; a word it never saw is copied.
-* :func:`translate_all`: a model's greedy outputs for many texts at once (batched).
+* :func:`translate_all`: a model's greedy outputs for many texts at once (batched), a word
+  model's ``<unk>`` replaced by the source word its attention weighs most.
 """
 
 from __future__ import annotations
@@ -18,10 +19,8 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 
-import torch
-
 from attnlab.data import detokenize, tokenize
-from attnlab.decode import greedy
+from attnlab.decode import translate_batch
 from attnlab.models import Seq2SeqModel
 
 __all__ = ["Dictionary", "copy_baseline", "score", "signatures", "translate_all"]
@@ -103,26 +102,21 @@ class Dictionary:
         return [self.translate(x) for x in texts]
 
 
-@torch.no_grad()
 def translate_all(model: Seq2SeqModel, texts: Sequence[str], batch_size: int = 256) -> list[str]:
-    """Greedy translations of ``texts`` (each read as :meth:`Seq2SeqModel.prepare` would;
-    a text the model refuses gives an empty output)."""
+    """Greedy translations of ``texts``, batched (:func:`attnlab.decode.translate_batch`: the
+    outputs of ``model.translate``, a word model's ``<unk>`` copied from the source); each
+    text read as :meth:`Seq2SeqModel.prepare` would, a text the model refuses gives ""."""
     out: list[str] = [""] * len(texts)
     readable = []
     for i, text in enumerate(texts):
         try:
-            readable.append((i, model.source_ids(model.prepare(text))[0]))
+            readable.append((i, model.prepare(text)))
         except ValueError:
             continue
     for k in range(0, len(readable), batch_size):
         chunk = readable[k : k + batch_size]
-        n = max(len(ids) for _, ids in chunk)
-        src = torch.zeros(len(chunk), n, dtype=torch.long)  # <pad> = 0
-        for row, (_, ids) in enumerate(chunk):
-            src[row, : len(ids)] = ids
-        lengths = torch.tensor([len(ids) for _, ids in chunk])
-        for (i, _), ys in zip(chunk, greedy(model, src, lengths), strict=True):
-            out[i] = model.tgt_vocab.join([model.tgt_vocab.itos[y] for y in ys])
+        for (i, _), text in zip(chunk, translate_batch(model, [p for _, p in chunk]), strict=True):
+            out[i] = text
     return out
 
 

@@ -4,8 +4,8 @@
 current row boxed) once; an update swaps the image data only and the caller blits it.  Up to
 :data:`MAX_LABELLED` (40) tokens every key and query gets its label, at the lecture's tick
 size: a picture too small for them is made larger (:func:`heatmap_room` gives the room the
-labels need) or split, never thinned (issue 16); a longer axis without the room labels every
-k-th token rather than overprint.  :func:`still_heatmap` is the same picture drawn with the rest of its figure.
+labels need) or split, never thinned (issue 16); in a larger heatmap an axis without the
+room labels every k-th token rather than overprint.  :func:`still_heatmap` is the same picture drawn with the rest of its figure.
 """
 
 from __future__ import annotations
@@ -82,10 +82,11 @@ def heatmap_room(
     return len(x_shown) * col, len(y_labels) * LABEL_PITCH * tick
 
 
-def _kept(n: int, need: float, room: float) -> list[int]:
-    """The tokens labelled on an axis of ``n``: all of them, unless there are more than
-    :data:`MAX_LABELLED` and they need more room than there is: then every k-th and the last."""
-    if n <= MAX_LABELLED or need <= room * 1.001:
+def _kept(n: int, need: float, room: float, large: bool) -> list[int]:
+    """The tokens labelled on an axis of ``n``: all of them, unless the heatmap is ``large``
+    (more than :data:`MAX_LABELLED` tokens on an axis) and they need more room than there is:
+    then every k-th and the last."""
+    if not large or need <= room * 1.001:
         return list(range(n))
     step = math.ceil(need / max(room, 1e-9))
     kept = list(range(0, n, step))
@@ -96,22 +97,44 @@ def _kept(n: int, need: float, room: float) -> list[int]:
     return kept
 
 
-def _labels_shown(ax, which: str) -> list[str]:
-    """Texts of the tick labels drawn on ``which`` axis of ``ax`` or of an axes sharing it."""
+def _drawn_labels(ax, which: str) -> list[str]:
+    """Texts of the tick labels drawn on ``which`` axis of ``ax`` (ticks in view, labels on)."""
+    axis = ax.xaxis if which == "x" else ax.yaxis
+    if not (ax.axison and axis.get_visible()):
+        return []
+    lo, hi = sorted(axis.get_view_interval())
+    labels = []
+    for tick, loc in zip(axis.majorTicks, axis.get_majorticklocs(), strict=False):
+        if lo - 1e-9 <= loc <= hi + 1e-9:
+            labels += [t.get_text() for t in (tick.label1, tick.label2) if t.get_visible()]
+    return labels
+
+
+def _labels_shown(ax, which: str, want: Sequence[str] = ()) -> list[str]:
+    """The labels that name the ``which`` axis of ``ax`` in the picture: its own, or those of
+    an axes that shares the axis with it or lines up with it (a row of panels labels its
+    queries on the left, a column its keys at the bottom) and shows exactly ``want``."""
+    own = _drawn_labels(ax, which)
+    if own == list(want):
+        return own
     shared = ax.get_shared_x_axes() if which == "x" else ax.get_shared_y_axes()
-    found: list[str] = []
-    for other in shared.get_siblings(ax):
-        axis = other.xaxis if which == "x" else other.yaxis
-        if not (other.axison and axis.get_visible()):
-            continue
-        lo, hi = sorted(axis.get_view_interval())
-        labels = []
-        for tick, loc in zip(axis.majorTicks, axis.get_majorticklocs(), strict=False):
-            if lo - 1e-9 <= loc <= hi + 1e-9:
-                labels += [t.get_text() for t in (tick.label1, tick.label2) if t.get_visible()]
-        if len(labels) > len(found):
-            found = labels
-    return found
+    fig = ax.get_figure(root=True)
+    box = ax.get_position()
+    lined_up = [
+        other
+        for other in fig.axes
+        if other is not ax
+        and np.allclose(
+            (other.get_position().x0, other.get_position().x1) if which == "x"
+            else (other.get_position().y0, other.get_position().y1),
+            (box.x0, box.x1) if which == "x" else (box.y0, box.y1),
+            atol=0.005,
+        )
+    ]  # fmt: skip
+    for other in [*shared.get_siblings(ax), *lined_up]:
+        if _drawn_labels(other, which) == list(want):
+            return list(want)
+    return own
 
 
 def heatmaps_of(fig) -> list[Heatmap]:
@@ -233,10 +256,11 @@ class Heatmap:
             turn = fits[0] if fits else min(TURNS, key=lambda t: _column_pitch(x_shown, tick, t))
         need_w, need_h = heatmap_room(x_shown, y_shown, tick, turn=turn)
         self.crowded = need_w > width_pt * 1.001 or need_h > height_pt * 1.001
-        # up to MAX_LABELLED tokens every one is labelled; a longer axis that lacks the room
-        # labels every k-th token (and the last) rather than letting its labels overprint
-        x_kept = _kept(len(x_shown), need_w, width_pt)
-        y_kept = _kept(len(y_shown), need_h, height_pt)
+        # up to MAX_LABELLED tokens every one is labelled; in a larger heatmap an axis that
+        # lacks the room labels every k-th token (and the last) rather than overprint
+        large = max(len(x_shown), len(y_shown)) > MAX_LABELLED
+        x_kept = _kept(len(x_shown), need_w, width_pt, large)
+        y_kept = _kept(len(y_shown), need_h, height_pt, large)
         self.ax.set_xticks(x_kept, [x_shown[i] for i in x_kept], rotation=0)
         ticks = self.ax.xaxis.get_major_ticks(len(x_kept))  # made now: each keeps its turn
         for tick_, i in zip(ticks, x_kept, strict=True):
@@ -256,7 +280,8 @@ class Heatmap:
         """Every key and query (as drawn: :func:`literal`) and those labelled in the picture.
 
         A label counts when its tick is in view with its label switched on, in this axes or
-        one sharing the axis with it (a grid of panels labels its outer edges); with
+        one sharing the axis or lined up with it and showing the same labels (a grid of panels
+        labels its outer edges); with
         ``reveal_rows`` only the rows that hold data are queries yet, labelled by their row
         label.
         """
@@ -265,11 +290,11 @@ class Heatmap:
             rows = [r for r in rows if np.isfinite(self.data[r]).any()]
             y_shown = [self._row_texts[r].get_text() for r in rows if r in self._row_texts]
         else:
-            y_shown = _labels_shown(self.ax, "y")
+            y_shown = _labels_shown(self.ax, "y", [literal(q) for q in self.y_labels])
         return {
             "keys": [literal(s) for s in self.x_labels],
             "queries": [literal(self.y_labels[r]) for r in rows],
-            "keys_labelled": _labels_shown(self.ax, "x"),
+            "keys_labelled": _labels_shown(self.ax, "x", [literal(k) for k in self.x_labels]),
             "queries_labelled": y_shown,
             "crowded": bool(self.crowded),
         }

@@ -696,13 +696,15 @@ def self_attention_heads(model, text: str, layer: int = 0) -> Picture:
     weights = w["encoder_self"][layer]  # (h, n, n)
     h = weights.shape[0]
     fig, sizes, axes = _sized_heatmaps(src, src, panels=h)
+    for ax in axes[1:]:
+        ax.sharey(axes[0])  # one row of query labels, on the left, for every panel
     for k, ax in enumerate(axes):
         heatmaps.still_heatmap(
             ax, weights[k], src, src, title=f"head {k + 1}", colorbar=k == h - 1,
             xlabel="key", ylabel="query" if k == 0 else "", sizes=sizes,
         )  # fmt: skip
         if k:
-            ax.set_yticklabels([])
+            ax.tick_params(labelleft=False)
     summary = (
         f"{model.card['name']}: encoder self-attention, layer {layer + 1}, {h} heads: {text!r}"
     )
@@ -803,6 +805,7 @@ def alpha_and_occlusion(example: dict, agreement: float) -> Picture:
     drop = np.clip(np.asarray(example["occlusion"]), 0, None)  # (T, n - 1) nats
     costs = "hiding word i costs (scaled)"
     fig, sizes, (left, right) = _sized_heatmaps(x, y, panels=2, max_height=420, title=costs)
+    right.sharey(left)  # one row of output labels, on the left
     heatmaps.still_heatmap(
         left, alpha, x, y, title="alpha", xlabel="source i", ylabel="output t", sizes=sizes
     )
@@ -810,7 +813,7 @@ def alpha_and_occlusion(example: dict, agreement: float) -> Picture:
         right, drop / max(drop.max(), 1e-9), x, y, title=costs,
         xlabel="source i", ylabel="", sizes=sizes,
     )  # fmt: skip
-    right.set_yticklabels([])
+    right.tick_params(labelleft=False)
     t, a, k = example["step"], example["alpha_argmax"], example["occlusion_argmax"]
     for ax in (left, right):
         ax.axhline(t - 0.5, color="red", lw=2)

@@ -173,6 +173,9 @@ class LanguageRecipe:
     # with t(f|e) >= 0.5; 0: no): the lexicon is what a few thousand strings teach slowly.
     lexicon_min: int = 2
     tgt_min_count: int = 1
+    # Learn to write <unk> where a word the model cannot read is copied (the attention
+    # models: decoding copies the source word alpha weighs most; attnlab.translation).
+    copy_unknown: bool = True
     seed: int = 0
     threads: int = 1
     clip: float = 1.0
@@ -189,7 +192,12 @@ LANGUAGE_RECIPES: dict[str, LanguageRecipe] = {
     "rnnsearch-en-fr": LanguageRecipe("rnnsearch", "fr", _RNN, lr=3e-3, max_steps=1600),
     # Without attention, the same budget and as wide a decoder (s_t and c of 256).
     "rnnenc-en-fr": LanguageRecipe(
-        "rnnencdec", "fr", {**_RNN, "enc_hidden": 256, "dec_hidden": 256}, lr=3e-3, max_steps=1600
+        "rnnencdec",
+        "fr",
+        {**_RNN, "enc_hidden": 256, "dec_hidden": 256},
+        lr=3e-3,
+        max_steps=1600,
+        copy_unknown=False,  # no attention to copy with
     ),
     "transformer-en-fr": LanguageRecipe(
         "transformer", "fr", _TRANSFORMER, lr=2e-3, max_steps=2000, warmup=200

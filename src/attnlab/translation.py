@@ -13,6 +13,12 @@ scores, the signatures, the training time and the corpus counts.
 Vocabularies come from the train split only: English words seen at least
 ``src_min_count`` times (rarer ones are read as ``<unk>``, so the model learns what an
 unknown word is), target words seen at least ``tgt_min_count`` times.
+
+Copying unknown words (``recipe.copy_unknown``, the attention models): a target word that is
+also in its English source, where the model reads it as ``<unk>``, is learned as ``<unk>``
+(:func:`encode_word_pairs`), and so is a copied word whose English twin word dropout made
+``<unk>`` (:func:`copy_targets`); :func:`attnlab.decode.copy_unknown` then writes the source
+word the decoder's attention weighs most in place of each ``<unk>`` (Luong et al. 2015).
 """
 
 from __future__ import annotations
@@ -39,6 +45,7 @@ from attnlab.registry import build_model
 __all__ = [
     "baselines",
     "build_vocabs",
+    "copy_targets",
     "encode_word_pairs",
     "exact_match",
     "lexicon_pairs",
@@ -62,11 +69,24 @@ def build_vocabs(pairs: list[tuple[str, str]], recipe: LanguageRecipe) -> tuple[
     return src, vocab([t for _, t in pairs], recipe.tgt_min_count)
 
 
-def encode_word_pairs(pairs: list[tuple[str, str]], src_vocab: Vocab, tgt_vocab: Vocab) -> dict:
+def encode_word_pairs(
+    pairs: list[tuple[str, str]], src_vocab: Vocab, tgt_vocab: Vocab, copy_unknown: bool = False
+) -> dict:
     """Padded ids like :func:`attnlab.batches.encode_pairs`, unknown words as <unk>:
-    src (N, n) = x_1..x_n <eos>, src_len (N,), tgt_in (N, T) = <sos> y.., tgt_out = y.. <eos>."""
+    src (N, n) = x_1..x_n <eos>, src_len (N,), tgt_in (N, T) = <sos> y.., tgt_out = y.. <eos>.
+
+    ``copy_unknown``: a target word that its English source also holds, as a word outside
+    ``src_vocab`` (read as <unk>), becomes <unk> too: the model learns to write <unk> where
+    it must copy a word it cannot read."""
     srcs = [src_vocab.encode(en, unknown="unk") + [src_vocab.eos] for en, _ in pairs]
     tgts = [tgt_vocab.encode(t, unknown="unk") for _, t in pairs]
+    if copy_unknown:
+        for k, (en, t) in enumerate(pairs):
+            unread = {w for w in tokenize(en) if w not in src_vocab.stoi}
+            tgts[k] = [
+                tgt_vocab.unk if w in unread else y
+                for w, y in zip(tokenize(t), tgts[k], strict=True)
+            ]
     n, T = max(map(len, srcs)), max(map(len, tgts)) + 1
     pad = lambda ids, length: ids + [0] * (length - len(ids))  # noqa: E731  (<pad> = 0)
     return {
@@ -106,6 +126,28 @@ def _drop_words(ids: torch.Tensor, p: float, gen: torch.Generator) -> torch.Tens
     return ids.masked_fill(drop, 3)  # <unk> = 3
 
 
+def copy_targets(
+    src: torch.Tensor,
+    dropped: torch.Tensor,
+    tgt_in: torch.Tensor,
+    tgt_out: torch.Tensor,
+    twin: torch.Tensor,
+    unk: int = 3,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """tgt_in, tgt_out with <unk> where the target word copies a source word made <unk>.
+
+    src (B, n) source ids before dropping, dropped (B, n) which word dropout made <unk>;
+    twin (V_tgt,) the source id of the same word (-1: none).  A target word y_t whose twin
+    is a dropped source word becomes <unk> in tgt_out (B, T) and, one step later, in tgt_in."""
+    tw = twin[tgt_out]  # (B, T): the source id of each target word, or -1
+    hit = ((tw[:, :, None] == src[:, None, :]) & dropped[:, None, :]).any(dim=-1)  # (B, T)
+    hit &= tw >= 0
+    tgt_out = tgt_out.masked_fill(hit, unk)
+    tgt_in = tgt_in.clone()
+    tgt_in[:, 1:] = tgt_in[:, 1:].masked_fill(hit[:, :-1], unk)  # y_t fed back at step t + 1
+    return tgt_in, tgt_out
+
+
 def _lr_factor(recipe: LanguageRecipe):
     def factor(step: int) -> float:  # linear warm-up, then linear decay to 1/10
         if step < recipe.warmup:
@@ -123,7 +165,10 @@ def train(recipe: LanguageRecipe, corpus: dict, progress: bool = True) -> tuple[
     pairs = corpus["train"] + lexicon_pairs(corpus["train"], recipe.lexicon_min)
     src_vocab, tgt_vocab = build_vocabs(corpus["train"], recipe)
     model = build_model(recipe.kind, src_vocab, tgt_vocab, recipe.config)
-    data = encode_word_pairs(pairs, src_vocab, tgt_vocab)
+    data = encode_word_pairs(pairs, src_vocab, tgt_vocab, recipe.copy_unknown)
+    twin = torch.tensor(
+        [src_vocab.stoi.get(w, -1) if i > 3 else -1 for i, w in enumerate(tgt_vocab.itos)]
+    )
     opt = torch.optim.AdamW(model.parameters(), lr=recipe.lr, weight_decay=recipe.weight_decay)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, _lr_factor(recipe))
     loss_fn = nn.CrossEntropyLoss(ignore_index=0, label_smoothing=recipe.label_smoothing)
@@ -136,10 +181,10 @@ def train(recipe: LanguageRecipe, corpus: dict, progress: bool = True) -> tuple[
         model.train()
         idx = torch.randint(len(pairs), (recipe.batch_size,), generator=gen)
         src, src_len, tgt_in, tgt_out = _batch(data, idx)
-        src, tgt_in = (
-            _drop_words(src, recipe.word_dropout, gen),
-            _drop_words(tgt_in, recipe.word_dropout, gen),
-        )
+        read = _drop_words(src, recipe.word_dropout, gen)
+        if recipe.copy_unknown:  # a copied word whose twin was dropped: write <unk>
+            tgt_in, tgt_out = copy_targets(src, read != src, tgt_in, tgt_out, twin)
+        src, tgt_in = read, _drop_words(tgt_in, recipe.word_dropout, gen)
         logits = model(src, src_len, tgt_in)  # (B, T, V)
         loss = loss_fn(logits.flatten(0, 1), tgt_out.flatten())  # -log p(y_t | y_<t, x)
         opt.zero_grad()
