@@ -232,9 +232,11 @@ def sample_scores(models):
 
 @pytest.mark.parametrize("name", ATTENTION)
 def test_attention_models_beat_both_baselines(sample_scores, name):
-    """BLEU (the papers' metric) by a clear margin over both; chrF clearly over copying.
-    (chrF hardly sees word order, and there the word-by-word dictionary stays close: the
-    cards and results/language.json report it as it is.)"""
+    """BLEU (the papers' metric) by a clear margin over both; chrF clearly over copying, and
+    over the word-by-word dictionary in French.  (In German, chrF, which hardly sees word
+    order and weighs recall twice, still favours the dictionary: it knows every English word
+    seen once in training, the model reads those as <unk>; the cards and
+    results/language.json report it as it is.)"""
     lang = MODELS[name]
     ours, copy, dictionary = (
         sample_scores[name],
@@ -242,6 +244,8 @@ def test_attention_models_beat_both_baselines(sample_scores, name):
     )
     assert ours["bleu"] > copy["bleu"] + 10 and ours["chrf"] > copy["chrf"] + 10, (ours, copy)
     assert ours["bleu"] > dictionary["bleu"] + 5, (name, ours, dictionary)
+    if lang == "fr":
+        assert ours["chrf"] > dictionary["chrf"], (name, ours, dictionary)
 
 
 def test_attention_beats_the_model_without_it(sample_scores):
