@@ -623,9 +623,9 @@ lecture.held_out_example(transformer_de, verb, layer=verb["layer"], head=verb["h
 # English puts the verb first, German at the end (the infinitive of a command: "Alle Tabs
 # schließen"). One head of the last layer, found by a rule over the test split (the shortest
 # right verb-final string where some head looks from the verb back at the first English word):
-# writing the German verb, it attends to the English verb at the other end (e.g. "Select All
-# Cells" -> "alle zellen auswählen"). Other heads do other things: the DecodeStepper and the
-# HeadView show each head.
+# writing the German verb, it attends to the English verb at the other end (here "Delete
+# selected snippets" -> "ausgewählte elemente löschen": "löschen" looks at "delete"). Other
+# heads do other things: the DecodeStepper and the HeadView show each head.
 # Minutes: 2
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
