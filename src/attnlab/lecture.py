@@ -83,7 +83,7 @@ class Table:
     def _repr_html_(self) -> str:
         # Inline styles: the offline export does not load the slideshow's rise.css.  Long
         # strings (digits) wrap inside their cell rather than run off the slide.
-        td = '<td style="font-family: monospace; word-break: break-all; text-align: left">'
+        td = '<td style="font-family: monospace; overflow-wrap: anywhere; text-align: left">'
         head = "".join(f'<th style="text-align: left">{html.escape(h)}</th>' for h in self.header)
         cols = ""
         if self.first_width:
