@@ -204,7 +204,10 @@ def test_the_budget_cannot_interrupt_one_long_call_into_c():
         out(c_call=c_call, took=time.perf_counter() - start, message=result.message)
     """)
     assert "took longer than 0.2 s" in r["message"], r["message"]
-    assert r["took"] >= 0.8 * r["c_call"] > 0.5  # not stopped at 0.2 s: C ran to its end
+    # Not stopped at 0.2 s: the C call (about 1.5 s when calibrated; the machine's load moves
+    # it either way, so no ratio to the calibration) ran to its end before the check answered.
+    assert r["c_call"] > 0.5
+    assert r["took"] > 3 * 0.2
 
 
 def test_a_print_in_every_call_is_shown_once_and_cut():
