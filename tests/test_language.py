@@ -24,7 +24,6 @@ SAMPLE = 150  # the fixed test sample: the first 150 test pairs, in the corpus's
 
 @pytest.fixture(scope="module")
 def models():
-    torch.set_num_threads(1)
     return {name: attnlab.load(name) for name in NAMES}
 
 
@@ -331,3 +330,24 @@ def test_training_never_overwrites_the_shipped_models_unasked(capsys):
     with pytest.raises(SystemExit) as err:
         main(["--name", "rnnsearch-en-fr", "--out", str(CHECKPOINT_DIR)])
     assert err.value.code == 2 and "--replace-shipped" in capsys.readouterr().err
+
+
+def test_a_few_training_steps_lower_the_loss_and_keep_the_best_dev_weights():
+    """The training loop of the language models (attnlab.translation.train) on a tiny budget:
+    it runs the shared teacher-forced step, records the history it promises, and returns the
+    weights of its best dev chrF."""
+    from dataclasses import replace
+
+    from attnlab.recipes import LANGUAGE_RECIPES
+    from attnlab.translation import train
+
+    corpus = load_corpus("fr")
+    small = {"train": corpus["train"][:400], "dev": corpus["dev"][:20], "test": []}
+    recipe = replace(LANGUAGE_RECIPES["rnnsearch-en-fr"], max_steps=30, eval_every=10)
+    model, history = train(recipe, small, progress=False)
+    assert history["step"] == [10, 20, 30]
+    assert all(np.isfinite(history["loss"]))
+    assert history["loss"][-1] < history["loss"][0]  # it learns
+    best = history["step"][int(np.argmax(history["dev_chrf"]))]
+    assert history["best_step"] == best
+    assert not model.training

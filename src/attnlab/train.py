@@ -30,7 +30,7 @@ from attnlab.models import Seq2SeqModel
 from attnlab.recipes import VALID_SEED_OFFSET, TrainConfig, default_configs, new_model
 from attnlab.training_plots import LivePlot
 
-__all__ = ["TrainConfig", "default_configs", "encode_pairs", "evaluate", "fit"]
+__all__ = ["TrainConfig", "default_configs", "encode_pairs", "evaluate", "fit", "train_step"]
 
 
 def fit(
@@ -147,7 +147,8 @@ def _optimiser(model: nn.Module, cfg: TrainConfig):
     return opt, torch.optim.lr_scheduler.LambdaLR(opt, lr_factor)
 
 
-def _train_step(model, batch, opt, sched, loss_fn, clip: float) -> float:
+def train_step(model, batch, opt, sched, loss_fn, clip: float) -> float:
+    """One teacher-forced step on ``batch`` = (src, src_len, tgt_in, tgt_out); the loss."""
     src, src_len, tgt_in, tgt_out = batch
     logits = model(src, src_len, tgt_in)  # (B, T, V)
     loss = loss_fn(logits.flatten(0, 1), tgt_out.flatten())  # -log p(y_t | y_<t, x)
@@ -171,7 +172,7 @@ def _fit(model: Seq2SeqModel, task: Task, cfg: TrainConfig, shown: _Progress) ->
     try:
         for idx in _batches(data, cfg):
             step += 1
-            losses.append(_train_step(model, take(data, idx), opt, sched, loss_fn, cfg.clip))
+            losses.append(train_step(model, take(data, idx), opt, sched, loss_fn, cfg.clip))
             shown.step(step, losses[-1])
             if step % cfg.eval_every == 0 or step == cfg.max_steps:
                 _measure(model, valid, history, losses, step, start)

@@ -41,6 +41,7 @@ from attnlab.evaluate import Dictionary, copy_baseline, score, translate_all, vo
 from attnlab.models import Seq2SeqModel
 from attnlab.recipes import LANGUAGE_RECIPES, LanguageRecipe
 from attnlab.registry import build_model
+from attnlab.train import train_step
 
 __all__ = [
     "baselines",
@@ -185,14 +186,8 @@ def train(recipe: LanguageRecipe, corpus: dict, progress: bool = True) -> tuple[
         if recipe.copy_unknown:  # a copied word whose twin was dropped: write <unk>
             tgt_in, tgt_out = copy_targets(src, read != src, tgt_in, tgt_out, twin)
         src, tgt_in = read, _drop_words(tgt_in, recipe.word_dropout, gen)
-        logits = model(src, src_len, tgt_in)  # (B, T, V)
-        loss = loss_fn(logits.flatten(0, 1), tgt_out.flatten())  # -log p(y_t | y_<t, x)
-        opt.zero_grad()
-        loss.backward()
-        nn.utils.clip_grad_norm_(model.parameters(), recipe.clip)
-        opt.step()
-        sched.step()
-        losses.append(loss.item())
+        batch = (src, src_len, tgt_in, tgt_out)
+        losses.append(train_step(model, batch, opt, sched, loss_fn, recipe.clip))
         if bar is not None:
             bar.update(1)
         if step % recipe.eval_every == 0 or step == recipe.max_steps:
