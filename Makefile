@@ -53,7 +53,7 @@ train: setup
 	# Real language (issue 19): the corpus and its data card, the four word models, the
 	# analysis the deck shows.
 	OMP_NUM_THREADS=1 $(BIN)/python -m attnlab.corpus
-	OMP_NUM_THREADS=1 $(BIN)/python -m attnlab.translation --all --replace-shipped
+	OMP_NUM_THREADS=1 $(BIN)/python -m attnlab.cli --language all --replace-shipped
 	OMP_NUM_THREADS=1 $(BIN)/python -m attnlab.experiments.language
 
 bench: setup

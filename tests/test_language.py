@@ -316,7 +316,7 @@ def test_make_train_rebuilds_the_corpus_and_the_word_models():
     train = make.split("\ntrain:", 1)[1].split("\n\n", 1)[0]
     for command in (
         "-m attnlab.corpus",
-        "-m attnlab.translation --all --replace-shipped",
+        "-m attnlab.cli --language all --replace-shipped",
         "-m attnlab.experiments.language",
     ):
         assert command in train
@@ -325,11 +325,28 @@ def test_make_train_rebuilds_the_corpus_and_the_word_models():
 
 
 def test_training_never_overwrites_the_shipped_models_unasked(capsys):
-    from attnlab.translation import main
+    from attnlab.cli import main
 
     with pytest.raises(SystemExit) as err:
-        main(["--name", "rnnsearch-en-fr", "--out", str(CHECKPOINT_DIR)])
+        main(["--language", "rnnsearch-en-fr", "--out", str(CHECKPOINT_DIR)])
     assert err.value.code == 2 and "--replace-shipped" in capsys.readouterr().err
+
+
+def test_the_language_models_train_from_the_one_command_line(monkeypatch, tmp_path, capsys):
+    """`python -m attnlab.cli --language NAME|all`: the one entry point trains the word models
+    too (what `make train` runs), into the folder asked for, and refuses mixed requests."""
+    from attnlab import cli, translation
+    from attnlab.recipes import LANGUAGE_RECIPES
+
+    trained = []
+    monkeypatch.setattr(
+        translation, "train_and_save", lambda name, out: trained.append((name, out))
+    )
+    assert cli.main(["--language", "all", "--out", str(tmp_path)]) == 0
+    assert trained == [(name, tmp_path) for name in LANGUAGE_RECIPES]
+    with pytest.raises(SystemExit) as err:
+        cli.main(["--language", "rnnsearch-en-fr", "--all", "--out", str(tmp_path)])
+    assert err.value.code == 2 and "--language alone" in capsys.readouterr().err
 
 
 def test_a_few_training_steps_lower_the_loss_and_keep_the_best_dev_weights():

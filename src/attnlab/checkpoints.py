@@ -85,7 +85,7 @@ SHIPPED = (
     "rnnsearch-dates-scaled",
     "rnnsearch-dates-general",
     "rnnsearch-dates-additive",
-    # Real language, word tokens (issue 19; python -m attnlab.translation --all trains them).
+    # Real language, word tokens (issue 19; python -m attnlab.cli --language all trains them).
     "rnnsearch-en-fr",
     "transformer-en-fr",
     "rnnenc-en-fr",

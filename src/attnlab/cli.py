@@ -3,6 +3,8 @@
     python -m attnlab.cli --model rnnsearch --task dates     # -> the user's folder (below)
     python -m attnlab.cli --model rnnsearch --out my-models  # -> my-models/rnnsearch-dates.*
     python -m attnlab.cli --all --replace-shipped            # what `make train` runs
+    python -m attnlab.cli --language rnnsearch-en-fr --out my-models  # a real-language model
+    python -m attnlab.cli --language all --replace-shipped   # the four (`make train` too)
 
 Where it writes: ``--out DIR`` if given, else ``$XDG_DATA_HOME/attnlab/checkpoints``
 (``~/.local/share/attnlab/checkpoints`` when XDG_DATA_HOME is unset), never into the
@@ -29,10 +31,12 @@ from pathlib import Path
 
 import torch
 
-from attnlab import checkpoints
+from attnlab import checkpoints, translation
 from attnlab.batches import evaluate
+from attnlab.corpus import CatalogError
 from attnlab.data import TASKS, get_task
 from attnlab.recipes import (
+    LANGUAGE_RECIPES,
     SHIPPED_RECIPES,
     TEST_SEED_OFFSET,
     TrainConfig,
@@ -184,6 +188,11 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--model", choices=list(MODEL_KINDS), help="the kind of model to train")
     p.add_argument("--task", default="dates", choices=list(TASKS))
     p.add_argument("--all", action="store_true", help="retrain every shipped dates model")
+    p.add_argument(
+        "--language",
+        choices=[*LANGUAGE_RECIPES, "all"],
+        help="train a real-language model (English->French/German) by its name, or all four",
+    )
     p.add_argument("--seed", type=int_in(0, MAX_SEED), default=0, help=f"0..{MAX_SEED}")
     for flag, (field, lo, hi) in SIZES.items():
         p.add_argument(flag, type=int_in(lo, hi), dest=field, help=f"override ({lo}..{hi})")
@@ -229,9 +238,35 @@ def _config(kind: str, task: str, args) -> TrainConfig:
     return replace(cfg, target=None) if args.no_target else cfg
 
 
+def _train_language(p: argparse.ArgumentParser, args) -> int:
+    """``--language NAME|all``: the word models of :mod:`attnlab.translation`."""
+    if args.model or args.all:
+        p.error("give --language alone, or --model (and --task), or --all")
+    names = list(LANGUAGE_RECIPES) if args.language == "all" else [args.language]
+    try:
+        out = _out_dir(args)
+        check_writable(out, names)
+    except OutputError as err:
+        p.exit(2, f"{PROG}: error: {err}\n")
+    print(f"writing checkpoints to {out}", flush=True)
+    try:
+        for name in names:
+            translation.train_and_save(name, out)
+            print(f"  load it with attnlab.load({name!r}, directory={str(out)!r})")
+    except CatalogError as err:
+        print(f"{PROG}: error: {err}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted; the checkpoints in {out} are whole", file=sys.stderr)
+        return 130
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     p = parser()
     args = p.parse_args(argv)
+    if args.language:
+        return _train_language(p, args)
     jobs = _jobs(p, args)
     try:
         out = _out_dir(args)

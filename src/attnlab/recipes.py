@@ -187,7 +187,7 @@ _WORD_LENS = {"max_src_len": 30, "max_tgt_len": 40}
 _RNN = {"emb": 96, "enc_hidden": 128, "dec_hidden": 128, "attn_hidden": 128, **_WORD_LENS}
 _TRANSFORMER = {"d_model": 128, "num_heads": 4, "num_layers": 2, "d_ff": 256, **_WORD_LENS}
 
-#: The shipped word models -> their recipes (``python -m attnlab.translation --all``).
+#: The shipped word models -> their recipes (``python -m attnlab.cli --language all``).
 LANGUAGE_RECIPES: dict[str, LanguageRecipe] = {
     "rnnsearch-en-fr": LanguageRecipe("rnnsearch", "fr", _RNN, lr=3e-3, max_steps=1600),
     # Without attention, the same budget and as wide a decoder (s_t and c of 256).

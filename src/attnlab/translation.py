@@ -1,7 +1,7 @@
 r"""The lecture's models on real language: English -> French and English -> German.
 
-    python -m attnlab.translation --all --replace-shipped   # what `make train` runs
-    python -m attnlab.translation --name rnnsearch-en-fr --out my-models
+    python -m attnlab.cli --language all --replace-shipped   # what `make train` runs
+    python -m attnlab.cli --language rnnsearch-en-fr --out my-models
 
 Each recipe (:data:`attnlab.recipes.LANGUAGE_RECIPES`) trains a word-level model on the
 corpus's train split (:mod:`attnlab.corpus`) for a fixed step budget on one thread, measures
@@ -23,9 +23,7 @@ word the decoder's attention weighs most in place of each ``<unk>`` (Luong et al
 
 from __future__ import annotations
 
-import argparse
 import copy
-import sys
 import time
 from dataclasses import asdict
 from pathlib import Path
@@ -35,7 +33,7 @@ from torch import nn
 from tqdm.auto import tqdm
 
 from attnlab import checkpoints
-from attnlab.corpus import CatalogError, load_corpus
+from attnlab.corpus import load_corpus
 from attnlab.data import Vocab, tokenize
 from attnlab.evaluate import Dictionary, copy_baseline, score, translate_all, vocab_counts
 from attnlab.models import Seq2SeqModel
@@ -50,12 +48,9 @@ __all__ = [
     "encode_word_pairs",
     "exact_match",
     "lexicon_pairs",
-    "main",
     "train",
     "train_and_save",
 ]
-
-PROG = "python -m attnlab.translation"
 
 
 def build_vocabs(pairs: list[tuple[str, str]], recipe: LanguageRecipe) -> tuple[Vocab, Vocab]:
@@ -291,30 +286,5 @@ def train_and_save(name: str, out_dir: Path, progress: bool = True) -> Path:
     return path
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n")[0])
-    which = p.add_mutually_exclusive_group(required=True)
-    which.add_argument("--name", choices=list(LANGUAGE_RECIPES), action="append")
-    which.add_argument("--all", action="store_true", help="every shipped language model")
-    where = p.add_mutually_exclusive_group(required=True)
-    where.add_argument("--out", type=Path, help="folder to write the checkpoints into")
-    where.add_argument("--replace-shipped", action="store_true", help="write into the package")
-    args = p.parse_args(argv)
-    out = checkpoints.CHECKPOINT_DIR if args.replace_shipped else args.out
-    if not args.replace_shipped and out.resolve() == checkpoints.CHECKPOINT_DIR:
-        p.error(f"{out} holds the shipped models: add --replace-shipped to replace them")
-    names = list(LANGUAGE_RECIPES) if args.all else args.name
-    try:
-        for name in names:
-            train_and_save(name, out)
-    except CatalogError as err:
-        print(f"{PROG}: error: {err}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        print(f"{PROG}: interrupted; the checkpoints in {out} are whole", file=sys.stderr)
-        return 130
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
+if __name__ == "__main__":  # not the command line: attnlab.cli imports this module
+    raise SystemExit("the command line is attnlab.cli: python -m attnlab.cli --help")
