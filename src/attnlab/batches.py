@@ -15,7 +15,7 @@ from attnlab.data import Vocab, normalise
 from attnlab.decode import greedy
 from attnlab.models import Seq2SeqModel
 
-__all__ = ["encode_pairs", "evaluate", "take"]
+__all__ = ["encode_pairs", "evaluate", "padded", "take"]
 
 
 def encode_pairs(pairs: list[tuple[str, str]], src_vocab: Vocab, tgt_vocab: Vocab) -> dict:
@@ -28,6 +28,12 @@ def encode_pairs(pairs: list[tuple[str, str]], src_vocab: Vocab, tgt_vocab: Voca
         src_vocab.encode(normalise(s, src_vocab), unknown="unk") + [src_vocab.eos] for s, _ in pairs
     ]
     tgts = [tgt_vocab.encode(t) for _, t in pairs]
+    return padded(srcs, tgts, tgt_vocab)
+
+
+def padded(srcs: list[list[int]], tgts: list[list[int]], tgt_vocab: Vocab) -> dict:
+    """Source ids (each ending in <eos>) and target ids as the padded tensors of
+    :func:`encode_pairs`: src (N, n), src_len (N,), tgt_in (N, T), tgt_out (N, T)."""
     n, T = max(map(len, srcs)), max(map(len, tgts)) + 1
     pad = lambda ids, length: ids + [0] * (length - len(ids))  # noqa: E731  (<pad> = 0)
     src = torch.tensor([pad(s, n) for s in srcs])  # (N, n)

@@ -33,6 +33,7 @@ from torch import nn
 from tqdm.auto import tqdm
 
 from attnlab import checkpoints
+from attnlab.batches import padded
 from attnlab.corpus import load_corpus
 from attnlab.data import Vocab, tokenize
 from attnlab.evaluate import Dictionary, copy_baseline, score, translate_all, vocab_counts
@@ -83,14 +84,7 @@ def encode_word_pairs(
                 tgt_vocab.unk if w in unread else y
                 for w, y in zip(tokenize(t), tgts[k], strict=True)
             ]
-    n, T = max(map(len, srcs)), max(map(len, tgts)) + 1
-    pad = lambda ids, length: ids + [0] * (length - len(ids))  # noqa: E731  (<pad> = 0)
-    return {
-        "src": torch.tensor([pad(s, n) for s in srcs]),  # (N, n)
-        "src_len": torch.tensor([len(s) for s in srcs]),  # (N,)
-        "tgt_in": torch.tensor([pad([tgt_vocab.sos, *y], T) for y in tgts]),  # (N, T)
-        "tgt_out": torch.tensor([pad([*y, tgt_vocab.eos], T) for y in tgts]),  # (N, T)
-    }
+    return padded(srcs, tgts, tgt_vocab)
 
 
 def lexicon_pairs(pairs: list[tuple[str, str]], least: int) -> list[tuple[str, str]]:
