@@ -193,6 +193,11 @@ CRAFTED = {
     "weights outside the folder": {"weights_file": "../../etc/passwd"},
     "accuracy not a number": {"heldout_accuracy": "99%"},
     "steps negative": {"steps": -1},
+    "dropout not a probability": {"config": {"dropout": 1.5}},
+    "dropout negative": {"config": {"dropout": -0.1}},
+    "unk_lexicon not a mapping": {"unk_lexicon": ["zork", "zorque"]},
+    "unk_lexicon of phrases": {"unk_lexicon": {"zork": "two words"}},
+    "unk_lexicon of numbers": {"unk_lexicon": {"zork": 3}},
 }
 
 

@@ -15,7 +15,7 @@ from attnlab.data import EOS, UNK, InvalidInput, Vocab, detokenize, tokenize
 from attnlab.decode import allowed_tokens, copy_unknown, decode, steps
 from attnlab.evaluate import Dictionary, copy_baseline, score, translate_all
 from attnlab.experiments.language import MODELS, RESULTS_FILE, load_results
-from attnlab.translation import copy_targets, encode_word_pairs
+from attnlab.translation import align_targets, copy_targets, encode_word_pairs, unk_lexicon
 
 NAMES = list(MODELS)
 ATTENTION = ["rnnsearch-en-fr", "transformer-en-fr", "transformer-en-de"]
@@ -124,28 +124,59 @@ def test_copy_unknown_writes_the_source_word_alpha_weighs_most():
     ]
 
 
+def test_copy_unknown_looks_the_attended_word_up_in_the_lexicon():
+    v = Vocab(["ferme", "les"], level="word")
+    alpha = np.zeros((1, 1, 3, 4))  # (L, h, T, n): source "close the zork <eos>"
+    alpha[0, 0, 1, 2] = alpha[0, 0, 2, 1] = 1.0  # step 1 looks at "zork", step 2 at "the"
+    lexicon = {"zork": "zorque", "close": "fermer"}  # "the" is not in it: copied as it is
+    tokens, copied = copy_unknown(v, [4, v.unk, v.unk], alpha, ["close", "the", "zork"], lexicon)
+    assert tokens == ["ferme", "zorque", "the"] and copied == [False, True, True]
+
+
+def test_targets_align_to_the_english_word_they_translate():
+    table = {"open": "ouvrir", "file": "fichier", "the": "le"}
+    pairs = [("Open the file", "Ouvrir le fichier"), ('"{1}" or "{2}"', '"{1}" ou "{2}"')]
+    assert align_targets(pairs, table) == [[0, 1, 2], [0, 1, 2, -1, 4, 5, 6]]
+    # the two quotes of each pair align to two different quotes of the English
+    assert align_targets([("a", "b c")], {}) == [[-1, -1]]
+
+
+def test_the_unk_lexicon_holds_only_the_words_the_model_cannot_read():
+    src = Vocab(["open", "file"], level="word")
+    table = {"open": "ouvrir", "file": "fichier", "zork": "zorque"}
+    assert unk_lexicon(table, src) == {"zork": "zorque"}
+
+
+def test_training_targets_hold_unk_where_a_word_is_looked_up_or_copied():
+    src = Vocab(["open", "jupyterlab"], level="word")
+    tgt = Vocab(["ouvrir", "zork", "jupyterlab", "fichier"], level="word")
+    pairs = [
+        ("Open zork", "Ouvrir zork"),
+        ("Open JupyterLab", "Ouvrir JupyterLab"),
+        ("Open file", "Ouvrir fichier"),
+    ]
+    table = {"open": "ouvrir", "file": "fichier"}
+    plain = encode_word_pairs(pairs, src, tgt)["tgt_out"]
+    data = encode_word_pairs(pairs, src, tgt, align_targets(pairs, table))
+    # "zork" is read as <unk> and copied, "file" (unread) is looked up: both learned as <unk>;
+    # "jupyterlab" (known) stays
+    assert plain[0, 1] == tgt.stoi["zork"] and data["tgt_out"][0].tolist() == [4, 3, 2]
+    assert data["tgt_out"][1].tolist() == plain[1].tolist() == [4, 6, 2]
+    assert plain[2, 1] == tgt.stoi["fichier"] and data["tgt_out"][2].tolist() == [4, 3, 2]
+    assert data["align"][2].tolist() == [0, 1, -1]  # padded with -1 (the <eos> step)
+    # word dropout made "open" <unk> in the source: its translation "ouvrir" follows
+    dropped = torch.tensor([[True, False, False]])
+    d = {k: v[1:2] for k, v in data.items()}  # "Open JupyterLab"
+    tgt_in, tgt_out = copy_targets(dropped, d["tgt_in"], d["tgt_out"], d["align"])
+    assert tgt_out.tolist() == [[3, 6, 2]] and tgt_in.tolist() == [[1, 3, 6]]
+    none = copy_targets(torch.zeros(1, 3, dtype=torch.bool), d["tgt_in"], d["tgt_out"], d["align"])
+    assert none[1].tolist() == d["tgt_out"].tolist()
+
+
 def test_only_word_models_may_write_unk():
     assert allowed_tokens(Vocab(["close"], level="word"))[3]
     assert not allowed_tokens(Vocab("abc"))[3]
     assert not allowed_tokens(Vocab(["close"], level="word"))[:2].any()  # <pad>, <sos>
-
-
-def test_training_targets_hold_unk_where_a_word_is_copied():
-    src = Vocab(["open", "jupyterlab"], level="word")
-    tgt = Vocab(["ouvrir", "zork", "jupyterlab"], level="word")
-    pairs = [("Open zork", "Ouvrir zork"), ("Open JupyterLab", "Ouvrir JupyterLab")]
-    plain = encode_word_pairs(pairs, src, tgt)["tgt_out"]
-    data = encode_word_pairs(pairs, src, tgt, copy_unknown=True)
-    # "zork" is read as <unk> and copied: learned as <unk>; "jupyterlab" (known) stays
-    assert plain[0, 1] == tgt.stoi["zork"] and data["tgt_out"][0].tolist() == [4, 3, 2]
-    assert data["tgt_out"][1].tolist() == plain[1].tolist() == [4, 6, 2]
-    # word dropout made "open" <unk> in the source: its copy "open" in the target follows
-    src2, tgt2 = Vocab(["open", "x"], level="word"), Vocab(["open", "y"], level="word")
-    d = encode_word_pairs([("open x", "open y")], src2, tgt2)
-    twin = torch.tensor([-1, -1, -1, -1, src2.stoi["open"], -1])
-    dropped = torch.tensor([[True, False, False]])
-    tgt_in, tgt_out = copy_targets(d["src"], dropped, d["tgt_in"], d["tgt_out"], twin)
-    assert tgt_out.tolist() == [[3, 5, 2]] and tgt_in.tolist() == [[1, 3, 5]]
 
 
 @pytest.mark.parametrize("name", ATTENTION)
@@ -368,3 +399,25 @@ def test_a_few_training_steps_lower_the_loss_and_keep_the_best_dev_weights():
     best = history["step"][int(np.argmax(history["dev_chrf"]))]
     assert history["best_step"] == best
     assert not model.training
+
+
+# --------------------------------------------------------------------------- dropout
+def test_dropout_acts_while_training_only():
+    """The real-language Transformer's residual dropout (P_drop, Vaswani et al. 5.4): a model
+    in eval mode gives what the same weights without dropout give; in training it differs."""
+    from attnlab.registry import build_model
+
+    src, tgt = Vocab(["close", "all", "tabs"], level="word"), Vocab(["fermer"], level="word")
+    for kind, config in (
+        ("transformer", {"d_model": 16, "num_heads": 2, "num_layers": 1, "d_ff": 32}),
+        ("rnnsearch", {"emb": 8, "enc_hidden": 8, "dec_hidden": 8, "attn_hidden": 8}),
+    ):
+        torch.manual_seed(0)
+        with_drop = build_model(kind, src, tgt, {**config, "dropout": 0.5})
+        plain = build_model(kind, src, tgt, config)
+        plain.load_state_dict(with_drop.state_dict())
+        x, n, y = torch.tensor([[4, 5, 6, 2]]), torch.tensor([4]), torch.tensor([[1, 4]])
+        with_drop.eval(), plain.eval()
+        assert torch.equal(with_drop(x, n, y), plain(x, n, y)), kind
+        with_drop.train()
+        assert not torch.equal(with_drop(x, n, y), plain(x, n, y)), kind

@@ -222,7 +222,8 @@ def _check_value(key: str, value: object, kind: type, path: Path) -> None:
         lo, hi = INT_BOUNDS.get(key, SIZE_BOUNDS)
         ok = type(value) is int and lo <= value <= hi
     elif kind is float:
-        ok = type(value) in (int, float) and math.isfinite(value) and 0 <= value <= 1e6
+        hi = 0.9 if key == "dropout" else 1e6  # a probability (P_drop) or a size
+        ok = type(value) in (int, float) and math.isfinite(value) and 0 <= value <= hi
     else:  # str: a name, one of a known set (RNNSearch's score)
         ok = isinstance(value, str) and value in STR_CHOICES.get(key, (value,)) and len(value) <= 64
     if not ok:
@@ -279,7 +280,18 @@ def _check_card(card: object, path: Path, size: int) -> None:
     level = card.get("tokens", "char")  # word models: "word"
     _check_vocab(card.get("src_vocab"), "src_vocab", path, level)
     _check_vocab(card.get("tgt_vocab"), "tgt_vocab", path, level)
+    _check_lexicon(card.get("unk_lexicon", {}), path)
     _check_numbers(card, path)
+
+
+def _check_lexicon(lexicon: object, path: Path) -> None:
+    """A word model's ``unk_lexicon``: English word -> its translation, words of 1 to
+    MAX_WORD_CHARS characters without spaces, at most MAX_WORD_VOCAB entries."""
+    if not isinstance(lexicon, dict) or len(lexicon) > MAX_WORD_VOCAB:
+        raise _fail(path, f"'unk_lexicon' must map at most {MAX_WORD_VOCAB} words to words")
+    for word in (*lexicon, *lexicon.values()):
+        if not (isinstance(word, str) and 0 < len(word) <= MAX_WORD_CHARS and [word] == word.split()):
+            raise _fail(path, f"'unk_lexicon' must hold words of 1 to {MAX_WORD_CHARS} characters")
 
 
 def _no_constants(name: str) -> None:
@@ -413,4 +425,5 @@ def load(name: str | Path, directory: Path | str | None = None):
         raise CheckpointError(f"corrupted checkpoint {path}: {first}") from None
     model.eval()
     model.card = card
+    model.unk_lexicon = dict(card.get("unk_lexicon", {}))  # what a written <unk> becomes
     return model

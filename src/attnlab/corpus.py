@@ -2,8 +2,8 @@ r"""A real parallel corpus: English -> French and English -> German interface st
 
 The text is the translated user-interface strings that pinned, permissively licensed Python
 packages ship as translation catalogs (:data:`SOURCES`): JupyterLab's language packs (JSON
-catalogs), and the gettext ``.po`` catalogs inside the Django, Sphinx, Wagtail and django-cms
-wheels.  ``make setup`` downloads the exact wheels, checked against their SHA-256
+catalogs), and the gettext ``.po`` catalogs inside the Django, Sphinx, Wagtail, django-cms,
+Indico, OpenStack Horizon, Spyder and django-oscar wheels.  ``make setup`` downloads the exact wheels, checked against their SHA-256
 (``data-requirements.txt``), into ``.venv/catalogs``; after that everything is offline and
 nothing of them is installed: the catalogs are read straight out of the wheels (zip files).
 
@@ -138,6 +138,43 @@ SOURCES = (
         "BSD-3-Clause",
         "po",
         {"fr": _PO.format("fr"), "de": _PO.format("de")},
+    ),
+    # Added for more German (the first six give 2,955 training pairs): each of these wheels
+    # translates a whole application's interface.
+    Source(
+        "indico",
+        "3.2.9",
+        "indico-3.2.9-py3-none-any.whl",
+        "MIT (CERN)",
+        "po",
+        {
+            "fr": r"indico/translations/fr_FR/LC_MESSAGES/[^/]+\.po",
+            "de": r"indico/translations/de_DE/LC_MESSAGES/[^/]+\.po",
+        },
+    ),
+    Source(
+        "horizon",
+        "27.0.0",
+        "horizon-27.0.0-py3-none-any.whl",
+        "Apache-2.0 (OpenStack Foundation)",
+        "po",
+        {"fr": _PO.format("fr"), "de": _PO.format("de")},
+    ),
+    Source(
+        "spyder",
+        "6.1.8",
+        "spyder-6.1.8-py3-none-any.whl",
+        "MIT (Spyder Project Contributors; its catalogs are Spyder's own)",
+        "po",
+        {"fr": _PO.format("fr"), "de": _PO.format("de")},
+    ),
+    Source(
+        "django-oscar",
+        "4.2.1",
+        "django_oscar-4.2.1-py3-none-any.whl",
+        "BSD-3-Clause",
+        "po",
+        {"fr": _PO.format("(?:fr|fr_FR)"), "de": _PO.format("de")},
     ),
 )
 
@@ -419,8 +456,11 @@ def data_card(built: dict[str, Built], seconds: float, folder: Path) -> str:
         lines.append(f"{row} {counts[0]} | {counts[1]} |")
     lines += [
         "",
-        "All the licenses are permissive (BSD): the strings may be redistributed with the",
-        "copyright notice; they are the packages' translators' work, not ours.",
+        "All the licenses are permissive (BSD-2/3, MIT, Apache-2.0): the strings may be",
+        "redistributed with the copyright and license notices (Apache-2.0: and a note that",
+        "they were changed: we clean, lower-case and tokenise them); they are the packages'",
+        "translators' work, not ours. We ship no catalog, only models trained on the strings",
+        "and the words of their vocabularies.",
         "",
         "## Pairs per split (after cleaning and deduplication by the normalised English)",
         "",

@@ -36,6 +36,7 @@ __all__ = [
     "SOS",
     "EOS",
     "UNK",
+    "JOINER",
     "SPECIALS",
     "InvalidInput",
     "Vocab",
@@ -68,7 +69,10 @@ class InvalidInput(ValueError):
 #: A token: a placeholder ``{1}``, a word with an elided apostrophe ("l'", "d'"), a word
 #: (hyphenated words are one: "sous-page", "êtes-vous"), or any other single character
 #: (punctuation, a symbol, an emoji).
-_TOKEN = re.compile(r"\{\d+\}|\w+'(?=\w)|\w+(?:-\w+)*|[^\w\s]")
+#: Ends every part of a split word but the last ("datenträger@@ details": Sennrich et al.'s
+#: joiner, see :mod:`attnlab.compounds`); :func:`detokenize` glues such a token to the next.
+JOINER = "@@"
+_TOKEN = re.compile(r"\{\d+\}|\w+(?:-\w+)*-?@@|\w+'(?=\w)|\w+(?:-\w+)*|[^\w\s]")
 _NO_SPACE_BEFORE = set(".,;:!?)]}%/")
 _NO_SPACE_AFTER = set("([{/")
 
@@ -87,10 +91,13 @@ def tokenize(text: str) -> list[str]:
 
 def detokenize(tokens: Sequence[str]) -> str:
     """Tokens joined by spaces, without a space before closing punctuation or after an
-    opening bracket or an elided word ("l'")."""
-    out, quotes = "", 0
+    opening bracket or an elided word ("l'"), and none after a part ending in "@@" (whose
+    "@@" is dropped: ``["datenträger@@", "details"]`` -> "datenträgerdetails")."""
+    out, quotes, joined = "", 0, False
     for tok in tokens:
-        glue = not out or out.endswith("'") or out[-1] in _NO_SPACE_AFTER
+        glue = not out or joined or out.endswith("'") or out[-1] in _NO_SPACE_AFTER
+        joined = tok.endswith(JOINER) and len(tok) > len(JOINER)  # a part: the next one follows
+        tok = tok[: -len(JOINER)] if joined else tok
         if tok == '"':  # an opening quote sticks to the next token, a closing one to the last
             quotes += 1
             glue = glue or quotes % 2 == 0

@@ -15,8 +15,9 @@ Special tokens are never written: ``<pad>`` and ``<sos>`` are masked out of ever
 distribution, ``<eos>`` ends the output, and an output is at most ``model.max_tgt_len``
 tokens long.  ``<unk>`` is masked too for character models (dates, reversal); a word model
 may write it, and :func:`copy_unknown` replaces each ``<unk>`` it writes by the source word
-its attention weighs most at that step (Luong et al. 2015; Jean et al. 2015): that is how a
-name, a number or a rare word it has no target word for gets through (``Decoding.copied``
+its attention weighs most at that step, translated by the model's ``unk_lexicon`` when that
+holds the word, else copied as it is (Luong et al. 2015; Jean et al. 2015): that is how a
+name, a number or a rare word the model cannot read gets through (``Decoding.copied``
 marks those steps).  ``prob`` is each token's probability under that
 distribution (the model's softmax over the real output tokens and ``<eos>``).
 ``steps(model, text)`` yields one :class:`Step` per output token of a :class:`Decoding`, so
@@ -48,6 +49,8 @@ class Seq2Seq(Protocol):
     tgt_vocab: Vocab
     max_tgt_len: int
     training: bool
+
+    unk_lexicon: dict[str, str]  # a word model: rare English word -> its translation
 
     def prepare(self, raw: object) -> str: ...
     def source_ids(self, prepared: str) -> Tensor: ...
@@ -191,7 +194,8 @@ def _read(model: Seq2Seq, prepared: str, src: Tensor, ids: list[int]) -> Decodin
     logits, alpha, context = model.alignments(src, _lengths(src), tgt_in)
     p = torch.softmax(_masked(logits[0, :T], allowed_tokens(vocab)), dim=-1)  # (T, V)
     alpha_T = alpha[0, :, :, :T].numpy()  # (L, h, T, n)
-    tokens, copied = copy_unknown(vocab, ids, alpha_T, model.src_vocab.tokens(prepared))
+    source_words = model.src_vocab.tokens(prepared)
+    tokens, copied = copy_unknown(vocab, ids, alpha_T, source_words, model.unk_lexicon)
     return Decoding(
         source_tokens=[*model.tokens_of(prepared), EOS],
         output_tokens=tokens,
@@ -204,27 +208,35 @@ def _read(model: Seq2Seq, prepared: str, src: Tensor, ids: list[int]) -> Decodin
 
 
 def copy_unknown(
-    vocab: Vocab, ids: list[int], alpha: np.ndarray, source_words: list[str]
+    vocab: Vocab,
+    ids: list[int],
+    alpha: np.ndarray,
+    source_words: list[str],
+    lexicon: dict[str, str] | None = None,
 ) -> tuple[list[str], list[bool]]:
     """The output tokens of ``ids``, each ``<unk>`` replaced by the source word it attends to.
 
     The rare-word use of attention (Luong et al. 2015, Jean et al. 2015): at a step t where a
-    word model wrote ``<unk>``, copy source_words[argmax_i alpha_{t,i}], the word as the model
-    read it (lower-cased), alpha being the last layer's cross-attention averaged over its
-    heads (RNNSearch: its one alpha).  The final source ``<eos>`` is never copied: when alpha
-    weighs it most, ``<unk>`` stays.  alpha (L, h, T, n) with n = len(source_words) + 1.
-    Returns the tokens (T,) and which steps copied (T,).  The one place this is done:
-    :func:`decode` and :func:`translate_batch` both call it.
+    word model wrote ``<unk>``, take x = source_words[argmax_i alpha_{t,i}], the word as the
+    model read it (lower-cased), alpha being the last layer's cross-attention averaged over
+    its heads (RNNSearch: its one alpha), and write lexicon[x], its translation, when the
+    ``lexicon`` holds it, else x itself (a name, a number, a word nobody translated).  The
+    final source ``<eos>`` is never copied: when alpha weighs it most, ``<unk>`` stays.
+    alpha (L, h, T, n) with n = len(source_words) + 1.  Returns the tokens (T,) and which
+    steps copied (T,).  The one place this is done: :func:`decode` and
+    :func:`translate_batch` both call it.
     """
     tokens = [vocab.itos[i] for i in ids]
     copied = [False] * len(ids)
     if vocab.level != "word":
         return tokens, copied
+    lexicon = lexicon or {}
     for t, token in enumerate(tokens):
         if token == UNK:
             i = int(alpha[-1, :, t].mean(axis=0).argmax())  # argmax_i mean_h alpha_{t,i}: (n,)
             if i < len(source_words):
-                tokens[t], copied[t] = source_words[i], True
+                x = source_words[i]
+                tokens[t], copied[t] = lexicon.get(x, x), True
     return tokens, copied
 
 
@@ -254,7 +266,8 @@ def translate_batch(model: Seq2Seq, prepared: list[str]) -> list[str]:
             out.append(vocab.join([vocab.itos[i] for i in row]))
             continue
         a = alpha[b, :, :, : len(row), : len(rows[b])]  # (L, h, T_b, n_b)
-        out.append(vocab.join(copy_unknown(vocab, row, a, model.src_vocab.tokens(text))[0]))
+        words = model.src_vocab.tokens(text)
+        out.append(vocab.join(copy_unknown(vocab, row, a, words, model.unk_lexicon)[0]))
     return out
 
 

@@ -54,6 +54,9 @@ class Seq2SeqModel(nn.Module):
         self.src_vocab, self.tgt_vocab = src_vocab, tgt_vocab
         self.max_src_len, self.max_tgt_len = max_src_len, max_tgt_len
         self.card: dict | None = None  # the JSON card, set by attnlab.checkpoints on load
+        # A word model's rare English words (read as <unk>) -> their translations: what an
+        # <unk> it writes becomes (attnlab.decode.copy_unknown); from the card on load.
+        self.unk_lexicon: dict[str, str] = {}
 
     # ---------------------------------------------------------------- input
     def prepare(self, raw: object) -> str:

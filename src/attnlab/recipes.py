@@ -173,6 +173,9 @@ class LanguageRecipe:
     # with t(f|e) >= 0.5; 0: no): the lexicon is what a few thousand strings teach slowly.
     lexicon_min: int = 2
     tgt_min_count: int = 1
+    # German: split the targets' compounds into parts the model can write one by one
+    # ("datenträger@@ details"; attnlab.compounds), joined again when the output is read.
+    split_compounds: bool = False
     # Learn to write <unk> where a word the model cannot read is copied (the attention
     # models: decoding copies the source word alpha weighs most; attnlab.translation).
     copy_unknown: bool = True

@@ -45,6 +45,7 @@ class RNNConfig:
     attn_hidden: int = 64  # RNNSearch's additive score: width of v^T tanh(W s + U h)
     max_src_len: int = 32  # characters read (before <eos>)
     max_tgt_len: int = 12  # characters written (before <eos>)
+    dropout: float = 0.0  # while training: on the source embeddings and on W_o's input
 
 
 def _encode(gru: nn.GRU, x: Tensor, src_len: Tensor) -> tuple[Tensor, Tensor]:
@@ -102,9 +103,10 @@ class RNNEncDec(_RecurrentSeq2Seq):
         self.init_state = nn.Linear(H, S)  # s_0 = tanh(W_s c)
         self.decoder = nn.GRUCell(E + H, S)  # s_t = GRU(s_{t-1}, [y_{t-1}; c])
         self.out = nn.Linear(S + H + E, len(tgt_vocab))  # logits = W_o [s_t; c; y_{t-1}]
+        self.drop = nn.Dropout(config.dropout)  # training only (the real-language models)
 
     def start(self, src: Tensor, src_len: Tensor) -> State:
-        _, h_n = _encode(self.encoder, self.src_emb(src), src_len)  # h_n: (1, B, H)
+        _, h_n = _encode(self.encoder, self.drop(self.src_emb(src)), src_len)  # h_n: (1, B, H)
         c = h_n[0]  # the fixed-length vector: (B, H)
         s = torch.tanh(self.init_state(c))  # s_0: (B, S)
         # All the decoder sees is the final state: a one-hot on the last source position,
@@ -117,7 +119,7 @@ class RNNEncDec(_RecurrentSeq2Seq):
         c = state["c"]
         y = self.tgt_emb(y_prev)  # (B, E)
         s = self.decoder(torch.cat([y, c], dim=-1), state["s"])  # s_t: (B, S)
-        logits = self.out(torch.cat([s, c, y], dim=-1))  # (B, V)
+        logits = self.out(self.drop(torch.cat([s, c, y], dim=-1)))  # (B, V)
         return StepOutput(logits, state["alpha"], None, {**state, "s": s})
 
 
@@ -139,9 +141,10 @@ class RNNSearch(_RecurrentSeq2Seq):
         self.score = make_score(config.score, d_q=S, d_k=2 * H, d_attn=config.attn_hidden)
         self.decoder = nn.GRUCell(E + 2 * H, S)  # s_t = GRU(s_{t-1}, [y_{t-1}; c_t])
         self.out = nn.Linear(S + 2 * H + E, len(tgt_vocab))  # W_o [s_t; c_t; y_{t-1}]
+        self.drop = nn.Dropout(config.dropout)  # training only (the real-language models)
 
     def start(self, src: Tensor, src_len: Tensor) -> State:
-        h, h_n = _encode(self.encoder, self.src_emb(src), src_len)  # h: (B, n, 2H)
+        h, h_n = _encode(self.encoder, self.drop(self.src_emb(src)), src_len)  # h: (B, n, 2H)
         s = torch.tanh(self.init_state(h_n[1]))  # s_0 from the backward state at x_1: (B, S)
         mask = padding_mask(src_len, src.shape[1])[:, None, :]  # (B, 1, n): True at real tokens
         state = {"s": s, "h": h, "mask": mask}
@@ -155,7 +158,7 @@ class RNNSearch(_RecurrentSeq2Seq):
     def step(self, state: State, y_prev: Tensor) -> StepOutput:
         y = self.tgt_emb(y_prev)  # y_{t-1}: (B, E)
         s, c, alpha = self.decode_step(state["s"], state["h"], y, self._score(state), self.decoder)
-        logits = self.out(torch.cat([s, c, y], dim=-1))  # W_o [s_t; c_t; y_{t-1}]: (B, V)
+        logits = self.out(self.drop(torch.cat([s, c, y], dim=-1)))  # W_o [s_t; c_t; y_{t-1}]
         return StepOutput(logits, alpha[:, None, None, :], c, {**state, "s": s})
 
     def _score(self, state: State) -> Callable[[Tensor, Tensor], Tensor]:

@@ -12,7 +12,10 @@ Two choices differ from the paper, because they train faster at this size (measu
 before the project began: pre-LN with a 100-step warm-up reached 99% exact match in 18 s,
 while scaling the embeddings by sqrt(d_model) left it at 26-31% after 60 s): LayerNorm
 *before* each sub-layer (pre-LN), and embeddings not multiplied by sqrt(d_model) (at
-d_model = 64 that drowns the positional encoding).  No dropout.
+d_model = 64 that drowns the positional encoding).  Dropout as in the paper's "residual
+dropout" (P_drop): on each sub-layer's output before it is added, and on the sum of the
+embeddings and the positional encoding; 0 (no dropout) unless the config says otherwise
+(the date models have none, the real-language ones need it: a few thousand sentences).
 
 As in the Annotated Transformer, ``forward`` returns the logits only, and every attention
 keeps the weights of its last call (``layer.self_attn.attn``, ``layer.cross_attn.attn``):
@@ -45,6 +48,7 @@ class TransformerConfig:
     d_ff: int = 256  # hidden width of the position-wise feed-forward network
     max_src_len: int = 32  # characters read (before <eos>)
     max_tgt_len: int = 12  # characters written (before <eos>)
+    dropout: float = 0.0  # P_drop: residual dropout while training (the paper: 0.1)
 
 
 def _ffn(d: int, d_ff: int) -> nn.Sequential:
@@ -54,16 +58,17 @@ def _ffn(d: int, d_ff: int) -> nn.Sequential:
 class EncoderLayer(nn.Module):
     """x <- x + SelfAttn(LN(x)); x <- x + FFN(LN(x)).  The weights stay on ``self_attn.attn``."""
 
-    def __init__(self, d: int, h: int, d_ff: int):
+    def __init__(self, d: int, h: int, d_ff: int, dropout: float = 0.0):
         super().__init__()
         self.ln1, self.self_attn = nn.LayerNorm(d), MultiHeadAttention(d, h)
         self.ln2, self.ffn = nn.LayerNorm(d), _ffn(d, d_ff)
+        self.drop = nn.Dropout(dropout)  # P_drop on each sub-layer's output (training only)
 
     def forward(self, x: Tensor, src_mask: Tensor) -> Tensor:
         """x (B, n, d), src_mask (B, 1, n) -> x (B, n, d)."""
         z = self.ln1(x)
-        x = x + self.self_attn(z, z, z, src_mask)  # every token attends to every real token
-        return x + self.ffn(self.ln2(x))
+        x = x + self.drop(self.self_attn(z, z, z, src_mask))  # every token sees every real one
+        return x + self.drop(self.ffn(self.ln2(x)))
 
 
 class DecoderLayer(nn.Module):
@@ -72,19 +77,20 @@ class DecoderLayer(nn.Module):
     The weights stay on ``self_attn.attn`` (B, h, T, T) and ``cross_attn.attn`` (B, h, T, n).
     """
 
-    def __init__(self, d: int, h: int, d_ff: int):
+    def __init__(self, d: int, h: int, d_ff: int, dropout: float = 0.0):
         super().__init__()
         self.ln1, self.self_attn = nn.LayerNorm(d), MultiHeadAttention(d, h)
         self.ln2, self.cross_attn = nn.LayerNorm(d), MultiHeadAttention(d, h)
         self.ln3, self.ffn = nn.LayerNorm(d), _ffn(d, d_ff)
+        self.drop = nn.Dropout(dropout)  # P_drop on each sub-layer's output (training only)
 
     def forward(self, y: Tensor, memory: Tensor, src_mask: Tensor) -> Tensor:
         """y (B, T, d), memory (B, n, d), src_mask (B, 1, n) -> y (B, T, d)."""
         z = self.ln1(y)
-        y = y + self.self_attn(z, z, z, causal_mask(y.shape[1]))  # y_t sees y_1..y_t only
+        y = y + self.drop(self.self_attn(z, z, z, causal_mask(y.shape[1])))  # y_t: y_1..y_t
         z = self.ln2(y)
-        y = y + self.cross_attn(z, memory, memory, src_mask)  # Q from y, K = V = memory
-        return y + self.ffn(self.ln3(y))
+        y = y + self.drop(self.cross_attn(z, memory, memory, src_mask))  # Q: y, K = V = memory
+        return y + self.drop(self.ffn(self.ln3(y)))
 
 
 class Transformer(Seq2SeqModel):
@@ -99,14 +105,16 @@ class Transformer(Seq2SeqModel):
         d, h, L, d_ff = config.d_model, config.num_heads, config.num_layers, config.d_ff
         self.src_emb = nn.Embedding(len(src_vocab), d, padding_idx=0)
         self.tgt_emb = nn.Embedding(len(tgt_vocab), d, padding_idx=0)
-        self.encoder_layers = nn.ModuleList(EncoderLayer(d, h, d_ff) for _ in range(L))
-        self.decoder_layers = nn.ModuleList(DecoderLayer(d, h, d_ff) for _ in range(L))
+        p = config.dropout
+        self.encoder_layers = nn.ModuleList(EncoderLayer(d, h, d_ff, p) for _ in range(L))
+        self.decoder_layers = nn.ModuleList(DecoderLayer(d, h, d_ff, p) for _ in range(L))
+        self.drop = nn.Dropout(p)
         self.enc_ln, self.dec_ln = nn.LayerNorm(d), nn.LayerNorm(d)
         self.out = nn.Linear(d, len(tgt_vocab))
 
     def _embed(self, emb: nn.Embedding, ids: Tensor) -> Tensor:
         n, d = ids.shape[1], self.config.d_model
-        return emb(ids) + positional_encoding(n, d)  # token + PE[pos]: (B, n, d)
+        return self.drop(emb(ids) + positional_encoding(n, d))  # token + PE[pos]: (B, n, d)
 
     # ---------------------------------------------------------------- encoder / decoder
     def encode(self, src: Tensor, src_len: Tensor) -> tuple[Tensor, Tensor]:

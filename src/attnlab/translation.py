@@ -14,11 +14,14 @@ Vocabularies come from the train split only: English words seen at least
 ``src_min_count`` times (rarer ones are read as ``<unk>``, so the model learns what an
 unknown word is), target words seen at least ``tgt_min_count`` times.
 
-Copying unknown words (``recipe.copy_unknown``, the attention models): a target word that is
-also in its English source, where the model reads it as ``<unk>``, is learned as ``<unk>``
-(:func:`encode_word_pairs`), and so is a copied word whose English twin word dropout made
-``<unk>`` (:func:`copy_targets`); :func:`attnlab.decode.copy_unknown` then writes the source
-word the decoder's attention weighs most in place of each ``<unk>`` (Luong et al. 2015).
+Unknown words (``recipe.copy_unknown``, the attention models; Luong et al. 2015): each target
+word is aligned to the English word it translates (:func:`align_targets`: the same word, or
+the word-by-word dictionary's translation of it), and a target word aligned to a word the
+model reads as ``<unk>`` is learned as ``<unk>`` (:func:`encode_word_pairs`), and so is one
+whose English word word dropout made ``<unk>`` (:func:`copy_targets`).  The model keeps the
+dictionary's entries for the English words it cannot read (``model.unk_lexicon``, on its
+card), and :func:`attnlab.decode.copy_unknown` writes, in place of each ``<unk>``, the entry
+of the source word the decoder's attention weighs most, or that word itself.
 """
 
 from __future__ import annotations
@@ -35,7 +38,8 @@ from tqdm.auto import tqdm
 from attnlab import checkpoints
 from attnlab.batches import padded
 from attnlab.corpus import load_corpus
-from attnlab.data import Vocab, tokenize
+from attnlab.compounds import CompoundSplitter
+from attnlab.data import JOINER, Vocab, tokenize
 from attnlab.evaluate import Dictionary, copy_baseline, score, translate_all, vocab_counts
 from attnlab.models import Seq2SeqModel
 from attnlab.recipes import LANGUAGE_RECIPES, LanguageRecipe
@@ -43,14 +47,17 @@ from attnlab.registry import build_model
 from attnlab.train import train_step
 
 __all__ = [
+    "align_targets",
     "baselines",
     "build_vocabs",
     "copy_targets",
     "encode_word_pairs",
     "exact_match",
     "lexicon_pairs",
+    "segmented",
     "train",
     "train_and_save",
+    "unk_lexicon",
 ]
 
 
@@ -66,25 +73,63 @@ def build_vocabs(pairs: list[tuple[str, str]], recipe: LanguageRecipe) -> tuple[
     return src, vocab([t for _, t in pairs], recipe.tgt_min_count)
 
 
+def align_targets(pairs: list[tuple[str, str]], table: dict[str, str]) -> list[list[int]]:
+    """For each target word y_j of each pair, the position i of the English word x_i it
+    translates: x_i == y_j, or table[x_i] == y_j (a word-by-word dictionary); the first such
+    i not yet taken by an earlier y (else the first such), -1 when there is none."""
+    out = []
+    for en, tgt in pairs:
+        xs, taken, row = tokenize(en), set(), []
+        for y in tokenize(tgt):
+            hits = [i for i, x in enumerate(xs) if y in (x, table.get(x))]
+            i = next((i for i in hits if i not in taken), hits[0] if hits else -1)
+            taken.add(i)
+            row.append(i)
+        out.append(row)
+    return out
+
+
 def encode_word_pairs(
-    pairs: list[tuple[str, str]], src_vocab: Vocab, tgt_vocab: Vocab, copy_unknown: bool = False
+    pairs: list[tuple[str, str]],
+    src_vocab: Vocab,
+    tgt_vocab: Vocab,
+    align: list[list[int]] | None = None,
 ) -> dict:
     """Padded ids like :func:`attnlab.batches.encode_pairs`, unknown words as <unk>:
     src (N, n) = x_1..x_n <eos>, src_len (N,), tgt_in (N, T) = <sos> y.., tgt_out = y.. <eos>.
 
-    ``copy_unknown``: a target word that its English source also holds, as a word outside
-    ``src_vocab`` (read as <unk>), becomes <unk> too: the model learns to write <unk> where
-    it must copy a word it cannot read."""
+    ``align`` (:func:`align_targets`): a target word aligned to an English word outside
+    ``src_vocab`` (read as <unk>) becomes <unk> too, so the model learns to write <unk>
+    where it must look a word up or copy it; and ``align`` (N, T) is returned, padded with -1.
+    """
     srcs = [src_vocab.encode(en, unknown="unk") + [src_vocab.eos] for en, _ in pairs]
     tgts = [tgt_vocab.encode(t, unknown="unk") for _, t in pairs]
-    if copy_unknown:
-        for k, (en, t) in enumerate(pairs):
-            unread = {w for w in tokenize(en) if w not in src_vocab.stoi}
-            tgts[k] = [
-                tgt_vocab.unk if w in unread else y
-                for w, y in zip(tokenize(t), tgts[k], strict=True)
-            ]
-    return padded(srcs, tgts, tgt_vocab)
+    if align is None:
+        return padded(srcs, tgts, tgt_vocab)
+    for k, (x, a) in enumerate(zip(srcs, align, strict=True)):
+        unread = [i >= 0 and x[i] == src_vocab.unk for i in a]  # y_j's English word is <unk>
+        tgts[k] = [tgt_vocab.unk if u else y for y, u in zip(tgts[k], unread, strict=True)]
+    data = padded(srcs, tgts, tgt_vocab)
+    data["align"] = torch.full(data["tgt_out"].shape, -1, dtype=torch.long)  # (N, T)
+    for k, a in enumerate(align):
+        data["align"][k, : len(a)] = torch.tensor(a, dtype=torch.long)
+    return data
+
+
+def segmented(pairs: list[tuple[str, str]], recipe: LanguageRecipe) -> list[tuple[str, str]]:
+    """``pairs`` with each target's compounds split into parts (``recipe.split_compounds``,
+    :class:`attnlab.compounds.CompoundSplitter` counting these targets' words), else as
+    they are."""
+    if not recipe.split_compounds:
+        return pairs
+    splitter = CompoundSplitter.from_texts(t for _, t in pairs)
+    return [(en, splitter.segment(t)) for en, t in pairs]
+
+
+def unk_lexicon(table: dict[str, str], src_vocab: Vocab) -> dict[str, str]:
+    """The dictionary's entries for the English words ``src_vocab`` reads as <unk> (words
+    seen too rarely in training), sorted: what a model's written <unk> becomes."""
+    return {e: table[e] for e in sorted(table) if e not in src_vocab.stoi}
 
 
 def lexicon_pairs(pairs: list[tuple[str, str]], least: int) -> list[tuple[str, str]]:
@@ -97,7 +142,7 @@ def lexicon_pairs(pairs: list[tuple[str, str]], least: int) -> list[tuple[str, s
     return sorted(
         (e, f)
         for e, f in d.table.items()
-        if counts[e] >= least and d.prob[e] >= 0.5 and e.isalpha()
+        if counts[e] >= least and d.prob[e] >= 0.5 and e.isalpha() and not f.endswith(JOINER)
     )
 
 
@@ -105,7 +150,8 @@ def _batch(data: dict, idx: torch.Tensor) -> tuple[torch.Tensor, ...]:
     src_len = data["src_len"][idx]
     tgt_out = data["tgt_out"][idx]
     n, T = int(src_len.max()), int((tgt_out != 0).sum(dim=1).max())
-    return data["src"][idx, :n], src_len, data["tgt_in"][idx, :T], tgt_out[:, :T]
+    align = data["align"][idx, :T] if "align" in data else None
+    return data["src"][idx, :n], src_len, data["tgt_in"][idx, :T], tgt_out[:, :T], align
 
 
 def _drop_words(ids: torch.Tensor, p: float, gen: torch.Generator) -> torch.Tensor:
@@ -117,21 +163,19 @@ def _drop_words(ids: torch.Tensor, p: float, gen: torch.Generator) -> torch.Tens
 
 
 def copy_targets(
-    src: torch.Tensor,
     dropped: torch.Tensor,
     tgt_in: torch.Tensor,
     tgt_out: torch.Tensor,
-    twin: torch.Tensor,
+    align: torch.Tensor,
     unk: int = 3,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """tgt_in, tgt_out with <unk> where the target word copies a source word made <unk>.
+    """tgt_in, tgt_out with <unk> where the target word's English word was made <unk>.
 
-    src (B, n) source ids before dropping, dropped (B, n) which word dropout made <unk>;
-    twin (V_tgt,) the source id of the same word (-1: none).  A target word y_t whose twin
-    is a dropped source word becomes <unk> in tgt_out (B, T) and, one step later, in tgt_in."""
-    tw = twin[tgt_out]  # (B, T): the source id of each target word, or -1
-    hit = ((tw[:, :, None] == src[:, None, :]) & dropped[:, None, :]).any(dim=-1)  # (B, T)
-    hit &= tw >= 0
+    dropped (B, n): which source words word dropout made <unk>; align (B, T): the source
+    position of each target word's English word, -1 for none (:func:`align_targets`).  Such
+    a y_t becomes <unk> in tgt_out (B, T) and, one step later, in tgt_in."""
+    has = align >= 0
+    hit = has & dropped.gather(1, align.clamp(min=0))  # (B, T): dropped[b, align[b, t]]
     tgt_out = tgt_out.masked_fill(hit, unk)
     tgt_in = tgt_in.clone()
     tgt_in[:, 1:] = tgt_in[:, 1:].masked_fill(hit[:, :-1], unk)  # y_t fed back at step t + 1
@@ -152,13 +196,16 @@ def train(recipe: LanguageRecipe, corpus: dict, progress: bool = True) -> tuple[
     """Train ``recipe`` on ``corpus`` (from :func:`attnlab.corpus.load_corpus`); returns the
     model with the best dev chrF and its history (step, loss, dev_chrf, seconds)."""
     torch.manual_seed(recipe.seed)
-    pairs = corpus["train"] + lexicon_pairs(corpus["train"], recipe.lexicon_min)
-    src_vocab, tgt_vocab = build_vocabs(corpus["train"], recipe)
+    train_pairs = segmented(corpus["train"], recipe)
+    pairs = train_pairs + lexicon_pairs(train_pairs, recipe.lexicon_min)
+    src_vocab, tgt_vocab = build_vocabs(train_pairs, recipe)
     model = build_model(recipe.kind, src_vocab, tgt_vocab, recipe.config)
-    data = encode_word_pairs(pairs, src_vocab, tgt_vocab, recipe.copy_unknown)
-    twin = torch.tensor(
-        [src_vocab.stoi.get(w, -1) if i > 3 else -1 for i, w in enumerate(tgt_vocab.itos)]
-    )
+    align = None
+    if recipe.copy_unknown:  # learn <unk> for a word it cannot read; look that word up
+        table = Dictionary(train_pairs).table
+        align = align_targets(pairs, table)
+        model.unk_lexicon = unk_lexicon(table, src_vocab)
+    data = encode_word_pairs(pairs, src_vocab, tgt_vocab, align)
     opt = torch.optim.AdamW(model.parameters(), lr=recipe.lr, weight_decay=recipe.weight_decay)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, _lr_factor(recipe))
     loss_fn = nn.CrossEntropyLoss(ignore_index=0, label_smoothing=recipe.label_smoothing)
@@ -170,10 +217,10 @@ def train(recipe: LanguageRecipe, corpus: dict, progress: bool = True) -> tuple[
     for step in range(1, recipe.max_steps + 1):
         model.train()
         idx = torch.randint(len(pairs), (recipe.batch_size,), generator=gen)
-        src, src_len, tgt_in, tgt_out = _batch(data, idx)
+        src, src_len, tgt_in, tgt_out, align = _batch(data, idx)
         read = _drop_words(src, recipe.word_dropout, gen)
-        if recipe.copy_unknown:  # a copied word whose twin was dropped: write <unk>
-            tgt_in, tgt_out = copy_targets(src, read != src, tgt_in, tgt_out, twin)
+        if align is not None:  # a target word whose English word was dropped: write <unk>
+            tgt_in, tgt_out = copy_targets(read != src, tgt_in, tgt_out, align)
         src, tgt_in = read, _drop_words(tgt_in, recipe.word_dropout, gen)
         batch = (src, src_len, tgt_in, tgt_out)
         losses.append(train_step(model, batch, opt, sched, loss_fn, recipe.clip))
@@ -229,6 +276,7 @@ def _card(name: str, recipe: LanguageRecipe, model, history: dict, corpus: dict)
         "train": asdict(recipe),
         "src_vocab": model.src_vocab.to_list(),
         "tgt_vocab": model.tgt_vocab.to_list(),
+        "unk_lexicon": model.unk_lexicon,  # rare English word -> its dictionary translation
         "seed": recipe.seed,
         "steps": history["step"][-1],
         "best_step": history["best_step"],
