@@ -2,7 +2,7 @@
 
 Prints the corpus build time (median of 3, from the catalog wheels), then for each shipped
 word model: its training time and steps (read from its card: `make train` measured them on
-one thread; CPU seconds, the time on an idle core, and wall-clock seconds), its test-split
+two threads; wall-clock seconds, and the CPU seconds of both threads), its test-split
 BLEU and chrF (sacrebleu, signatures printed) beside the two baselines, its load time
 (median of 5, target <= 200 ms), the size of its weights, and the time to translate one
 phrase (median of 20, greedy, target <= 50 ms).

@@ -69,7 +69,7 @@ def test_the_models_are_shipped_and_load(models, name):
     model = models[name]
     card = load_card(name)
     assert card["tokens"] == "word" and model.src_vocab.level == "word"
-    assert card["train_cpu_seconds"] <= 600  # at most 10 minutes of one core
+    assert card["train_seconds"] <= 600  # at most 10 minutes (wall-clock, 2 cores)
     assert card["test_bleu"] > 0 and "bleu_signature" in card and "chrf_signature" in card
     assert model.card["name"] == name and not model.training
 
@@ -262,20 +262,17 @@ def sample_scores(models):
 
 @pytest.mark.parametrize("name", ATTENTION)
 def test_attention_models_beat_both_baselines(sample_scores, name):
-    """BLEU (the papers' metric) by a clear margin over both; chrF clearly over copying, and
-    over the word-by-word dictionary in French.  (In German, chrF, which hardly sees word
-    order and weighs recall twice, still favours the dictionary: it knows every English word
-    seen once in training, the model reads those as <unk>; the cards and
-    results/language.json report it as it is.)"""
+    """On a fixed sample of the test split: BLEU (the papers' metric) and chrF (characters,
+    recall-weighted, blind to spaces: the word-by-word dictionary's best score) both above
+    copying the source and above the word-by-word dictionary."""
     lang = MODELS[name]
     ours, copy, dictionary = (
         sample_scores[name],
         *(sample_scores[lang][b] for b in ("copy", "dictionary")),
     )
     assert ours["bleu"] > copy["bleu"] + 10 and ours["chrf"] > copy["chrf"] + 10, (ours, copy)
-    assert ours["bleu"] > dictionary["bleu"] + 5, (name, ours, dictionary)
-    if lang == "fr":
-        assert ours["chrf"] > dictionary["chrf"], (name, ours, dictionary)
+    assert ours["bleu"] > dictionary["bleu"] + 10, (name, ours, dictionary)
+    assert ours["chrf"] > dictionary["chrf"] + 1, (name, ours, dictionary)
 
 
 def test_attention_beats_the_model_without_it(sample_scores):
@@ -321,6 +318,19 @@ def test_the_verb_final_example_is_real(models):
     assert tokenize(ex["reference"])[-1] == verb or verb in tokenize(ex["reference"])
     row = d.alpha[ex["layer"], ex["head"], ex["verb_step"]]
     assert int(row.argmax()) == 0  # the verb, written last, looks at the English verb first
+
+
+def test_the_german_model_writes_a_held_out_compound_in_parts(models):
+    rare = load_results()["rare_words"]
+    ex = rare["example"]
+    test_sources = {en for en, _ in load_corpus("de")["test"]}
+    assert ex["source"] in test_sources and rare["strings"] == len(test_sources)
+    d = decode(models["transformer-en-de"], ex["source"])
+    assert d.text == ex["output"] and tokenize(d.text) == tokenize(ex["reference"])
+    parts = [t for t in d.output_tokens if t.endswith("@@")]
+    assert parts and len(tokenize(d.text)) == len(d.output_tokens) - len(parts)  # glued
+    assert 0 < rare["compound_outputs"] <= rare["strings"]
+    assert 0 <= rare["looked_up_in_reference"] <= rare["looked_up"]
 
 
 def test_head_roles_are_fractions_over_the_test_split():

@@ -290,7 +290,9 @@ def _check_lexicon(lexicon: object, path: Path) -> None:
     if not isinstance(lexicon, dict) or len(lexicon) > MAX_WORD_VOCAB:
         raise _fail(path, f"'unk_lexicon' must map at most {MAX_WORD_VOCAB} words to words")
     for word in (*lexicon, *lexicon.values()):
-        if not (isinstance(word, str) and 0 < len(word) <= MAX_WORD_CHARS and [word] == word.split()):
+        if not (
+            isinstance(word, str) and 0 < len(word) <= MAX_WORD_CHARS and [word] == word.split()
+        ):
             raise _fail(path, f"'unk_lexicon' must hold words of 1 to {MAX_WORD_CHARS} characters")
 
 

@@ -742,6 +742,16 @@ def held_out_example(model, example: dict, what: str = "", layer: int | None = N
     return Picture(fig, summary, {"alpha": alpha, "output": result.text, "right": right})
 
 
+def rare_words_counts(rare: dict) -> str:
+    """One line: how often the EN->DE model wrote a compound in parts and looked a word up,
+    over the test split (``results["rare_words"]``, :mod:`attnlab.experiments.language`)."""
+    return (
+        f"test split: {rare['compound_outputs']} of {rare['strings']} outputs hold a compound "
+        f"in parts; {rare['looked_up']} <unk> looked up, {rare['looked_up_in_reference']} "
+        "of them in the reference"
+    )
+
+
 def language_table(results: dict | None = None) -> Table:
     """Table 2 in miniature: our test BLEU/chrF and training time beside Vaswani et al.'s."""
     results = results or _language_results()

@@ -4,7 +4,7 @@ r"""The lecture's models on real language: English -> French and English -> Germ
     python -m attnlab.cli --language rnnsearch-en-fr --out my-models
 
 Each recipe (:data:`attnlab.recipes.LANGUAGE_RECIPES`) trains a word-level model on the
-corpus's train split (:mod:`attnlab.corpus`) for a fixed step budget on one thread, measures
+corpus's train split (:mod:`attnlab.corpus`) for a fixed step budget on two threads, measures
 chrF on the dev split every ``eval_every`` steps and keeps the best weights, then scores the
 test split with sacrebleu (BLEU and chrF, :mod:`attnlab.evaluate`) beside the two baselines,
 and saves the weights in fp16 with a card (:func:`attnlab.checkpoints.save`) holding the
@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import copy
 import time
+from collections import deque
 from dataclasses import asdict
 from pathlib import Path
 
@@ -37,8 +38,8 @@ from tqdm.auto import tqdm
 
 from attnlab import checkpoints
 from attnlab.batches import padded
-from attnlab.corpus import load_corpus
 from attnlab.compounds import CompoundSplitter
+from attnlab.corpus import load_corpus
 from attnlab.data import JOINER, Vocab, tokenize
 from attnlab.evaluate import Dictionary, copy_baseline, score, translate_all, vocab_counts
 from attnlab.models import Seq2SeqModel
@@ -48,6 +49,7 @@ from attnlab.train import train_step
 
 __all__ = [
     "align_targets",
+    "average_states",
     "baselines",
     "build_vocabs",
     "copy_targets",
@@ -192,10 +194,8 @@ def _lr_factor(recipe: LanguageRecipe):
     return factor
 
 
-def train(recipe: LanguageRecipe, corpus: dict, progress: bool = True) -> tuple[Seq2SeqModel, dict]:
-    """Train ``recipe`` on ``corpus`` (from :func:`attnlab.corpus.load_corpus`); returns the
-    model with the best dev chrF and its history (step, loss, dev_chrf, seconds)."""
-    torch.manual_seed(recipe.seed)
+def _setup(recipe: LanguageRecipe, corpus: dict) -> tuple[Seq2SeqModel, dict, int]:
+    """The untrained model (its ``unk_lexicon`` set) and the encoded training pairs."""
     train_pairs = segmented(corpus["train"], recipe)
     pairs = train_pairs + lexicon_pairs(train_pairs, recipe.lexicon_min)
     src_vocab, tgt_vocab = build_vocabs(train_pairs, recipe)
@@ -205,31 +205,44 @@ def train(recipe: LanguageRecipe, corpus: dict, progress: bool = True) -> tuple[
         table = Dictionary(train_pairs).table
         align = align_targets(pairs, table)
         model.unk_lexicon = unk_lexicon(table, src_vocab)
-    data = encode_word_pairs(pairs, src_vocab, tgt_vocab, align)
+    return model, encode_word_pairs(pairs, src_vocab, tgt_vocab, align), len(pairs)
+
+
+def _batch_with_dropout(
+    data: dict, idx: torch.Tensor, p: float, gen: torch.Generator
+) -> tuple[torch.Tensor, ...]:
+    """A training batch, words dropped to <unk> (source and decoder input) with prob ``p``."""
+    src, src_len, tgt_in, tgt_out, align = _batch(data, idx)
+    read = _drop_words(src, p, gen)
+    if align is not None:  # a target word whose English word was dropped: write <unk>
+        tgt_in, tgt_out = copy_targets(read != src, tgt_in, tgt_out, align)
+    return read, src_len, _drop_words(tgt_in, p, gen), tgt_out
+
+
+def train(recipe: LanguageRecipe, corpus: dict, progress: bool = True) -> tuple[Seq2SeqModel, dict]:
+    """Train ``recipe`` on ``corpus`` (from :func:`attnlab.corpus.load_corpus`); returns the
+    model with the best dev chrF and its history (step, loss, dev_chrf, seconds)."""
+    torch.manual_seed(recipe.seed)
+    model, data, n_pairs = _setup(recipe, corpus)
     opt = torch.optim.AdamW(model.parameters(), lr=recipe.lr, weight_decay=recipe.weight_decay)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, _lr_factor(recipe))
     loss_fn = nn.CrossEntropyLoss(ignore_index=0, label_smoothing=recipe.label_smoothing)
     gen = torch.Generator().manual_seed(recipe.seed)
     history: dict = {"step": [], "loss": [], "dev_chrf": [], "seconds": []}
     best, best_state, losses, start = -1.0, None, [], time.perf_counter()
+    recent: deque = deque(maxlen=max(1, recipe.average_last))  # the last measured weights
     cpu_start = time.process_time()  # CPU seconds: what the run takes on an idle core
     bar = _bar(recipe, progress)
     for step in range(1, recipe.max_steps + 1):
         model.train()
-        idx = torch.randint(len(pairs), (recipe.batch_size,), generator=gen)
-        src, src_len, tgt_in, tgt_out, align = _batch(data, idx)
-        read = _drop_words(src, recipe.word_dropout, gen)
-        if align is not None:  # a target word whose English word was dropped: write <unk>
-            tgt_in, tgt_out = copy_targets(read != src, tgt_in, tgt_out, align)
-        src, tgt_in = read, _drop_words(tgt_in, recipe.word_dropout, gen)
-        batch = (src, src_len, tgt_in, tgt_out)
+        idx = torch.randint(n_pairs, (recipe.batch_size,), generator=gen)
+        batch = _batch_with_dropout(data, idx, recipe.word_dropout, gen)
         losses.append(train_step(model, batch, opt, sched, loss_fn, recipe.clip))
         if bar is not None:
             bar.update(1)
         if step % recipe.eval_every == 0 or step == recipe.max_steps:
-            model.eval()
-            dev = corpus["dev"]
-            chrf = score(translate_all(model, [en for en, _ in dev]), [t for _, t in dev])["chrf"]
+            chrf = _dev_chrf(model, corpus["dev"])
+            recent.append(copy.deepcopy(model.state_dict()))
             for key, value in zip(history, (step, sum(losses) / len(losses), chrf), strict=False):
                 history[key].append(round(value, 4) if isinstance(value, float) else value)
             history["seconds"].append(round(time.perf_counter() - start, 1))
@@ -240,12 +253,27 @@ def train(recipe: LanguageRecipe, corpus: dict, progress: bool = True) -> tuple[
                 best, best_state = chrf, copy.deepcopy(model.state_dict())
     if bar is not None:
         bar.close()
+    history["best_step"] = history["step"][history["dev_chrf"].index(best)]
+    if len(recent) > 1:  # Vaswani et al. 6.1: the mean of the last checkpoints, if better
+        model.load_state_dict(average_states(list(recent)))
+        history["averaged"] = {"last": len(recent), "dev_chrf": _dev_chrf(model, corpus["dev"])}
+        if history["averaged"]["dev_chrf"] > best:
+            best_state, history["best_step"] = model.state_dict(), history["step"][-1]
     history["seconds_total"] = round(time.perf_counter() - start, 1)
     history["cpu_seconds_total"] = round(time.process_time() - cpu_start, 1)
-    history["best_step"] = history["step"][history["dev_chrf"].index(best)]
     model.load_state_dict(best_state)
     model.eval()
     return model, history
+
+
+def _dev_chrf(model: Seq2SeqModel, dev: list[tuple[str, str]]) -> float:
+    model.eval()
+    return score(translate_all(model, [en for en, _ in dev]), [t for _, t in dev])["chrf"]
+
+
+def average_states(states: list[dict]) -> dict:
+    """The element-wise mean of model weights (``state_dict``s of one model)."""
+    return {k: torch.stack([s[k] for s in states]).mean(dim=0) for k in states[0]}
 
 
 def _bar(recipe: LanguageRecipe, progress: bool):
@@ -280,8 +308,9 @@ def _card(name: str, recipe: LanguageRecipe, model, history: dict, corpus: dict)
         "seed": recipe.seed,
         "steps": history["step"][-1],
         "best_step": history["best_step"],
+        "averaged": history.get("averaged"),  # the mean of the last checkpoints, measured
         "train_seconds": history["seconds_total"],  # wall clock, on a machine shared or not
-        "train_cpu_seconds": history["cpu_seconds_total"],  # one thread: the idle-machine time
+        "train_cpu_seconds": history["cpu_seconds_total"],  # of all the training threads
         "train_threads": recipe.threads,
         "corpus": {split: len(pairs) for split, pairs in corpus.items()},
         "heldout_accuracy": exact_match(model, corpus["test"]),  # whole output right
