@@ -623,8 +623,8 @@ lecture.held_out_example(transformer_de, verb, layer=verb["layer"], head=verb["h
 # English puts the verb first, German at the end (the infinitive of a command: "Alle Tabs
 # schließen"). One head of the last layer, found by a rule over the test split (the shortest
 # right verb-final string where some head looks from the verb back at the first English word):
-# writing the German verb, it attends to the English verb at the other end (here "Delete
-# selected snippets" -> "ausgewählte elemente löschen": "löschen" looks at "delete"). Other
+# writing the German verb, it attends to the English verb at the other end (here "Add new
+# type" -> "neuen typ hinzufügen": "hinzufügen" looks at "add"). Other
 # heads do other things: the DecodeStepper and the HeadView show each head.
 # Minutes: 2
 
@@ -911,7 +911,7 @@ widgets.HeadView(transformer, text="3 May 1979")
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Backup: German compounds and rare words
 #
-# `transformer-en-de` writes a compound it may never have seen in parts (`@@` joins them):
+# `transformer-en-de` writes a German compound in parts it knows (`@@` joins them):
 
 # %%
 rare = language["rare_words"]
@@ -919,10 +919,11 @@ print(lecture.rare_words_counts(rare))
 lecture.held_out_example(transformer_de, rare["example"], layer=rare["example"]["layer"])
 
 # %% [markdown] slideshow={"slide_type": "notes"}
-# German writes "volume details" as one word, Datenträgerdetails: a word model that never saw
-# that compound could only write "details". Trained on compounds split into parts it knows
-# (Koehn and Knight 2003), it writes datenträger@@ details, glued back when read (Sennrich et
-# al.'s "@@"). A word seen once in training is read as <unk>; the model writes <unk> for its
+# German writes "customer name" as one word, Kundenname (once in the training split): a word
+# model learns such a word from one example, or never sees it ("Datenträgerdetails" for
+# "volume details"). Trained on compounds split into parts it knows (Koehn and Knight 2003),
+# it writes kunden@@ name, glued back when read (Sennrich et al.'s "@@"), from the many
+# examples of each part. A word seen once in training is read as <unk>; the model writes <unk> for its
 # translation, and decoding looks the English word alpha points at up in the training split's
 # dictionary, or copies it (Luong et al. 2015). The printed line counts both over the test
 # split, and how many of the looked-up words are in the reference.

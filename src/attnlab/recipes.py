@@ -150,10 +150,11 @@ def checkpoint_name(kind: str, task: str) -> str:
 class LanguageRecipe:
     """How a word-level model on real language (:mod:`attnlab.corpus`) is trained.
 
-    A step budget on one thread; the dev split's chrF is measured every ``eval_every``
-    steps and the best weights are kept (early stopping).  The models have no dropout, so
-    the training drops words instead: each input word becomes ``<unk>`` with probability
-    ``word_dropout`` (which also teaches the models what an unknown word is).
+    A step budget on ``threads`` threads; the dev split's chrF is measured every
+    ``eval_every`` steps and the best weights are kept (early stopping).  Besides the
+    models' own dropout (``config["dropout"]``), the training drops words: each input word
+    becomes ``<unk>`` with probability ``word_dropout`` (which also teaches the models what
+    an unknown word is).
     """
 
     kind: str  # a key of attnlab.registry.MODEL_KINDS

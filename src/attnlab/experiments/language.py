@@ -226,7 +226,8 @@ def rare_words(model=None, pairs=None) -> dict:
     compounds written in parts (an output token ending in "@@", :mod:`attnlab.compounds`)
     and <unk> written, then looked up where alpha points (``Decoding.copied``).  Counts each
     (and how often the word it gave is in the reference), and keeps as the example the
-    shortest string translated right word for word that has a compound written in parts."""
+    shortest string of two or more English words translated right word for word whose
+    output holds a compound in parts (a part of letters only: not a hyphen's cut)."""
     model = model or attnlab.load("transformer-en-de")
     pairs = pairs if pairs is not None else load_corpus("de")["test"]
     compounds = looked_up = looked_up_right = 0
@@ -239,7 +240,8 @@ def rare_words(model=None, pairs=None) -> dict:
         for token, copied in zip(d.output_tokens, d.copied, strict=True):
             looked_up += copied
             looked_up_right += copied and token in ref_words
-        if parts and _same_words(d.text, ref):
+        compound = any(t.endswith(JOINER) and t[: -len(JOINER)].isalpha() for t in d.output_tokens)
+        if compound and _words(en) >= 2 and _same_words(d.text, ref):
             found.append((len(tokenize(en)), en, ref))
     if not found:
         raise LookupError("no test string is translated right with a compound in parts")
