@@ -96,6 +96,16 @@ def test_pairs_are_clean_and_deduplicated(lang):
         assert "%" not in en or "%(" not in en  # placeholders are written {k}
 
 
+def test_accelerators_are_removed_wherever_they_sit():
+    assert clean_pair("&File", "&Fichier") == ("File", "Fichier")
+    assert clean_pair("_Open", "_Ouvrir") == ("Open", "Ouvrir")
+    assert clean_pair("C&lose all", "A&lles schließen") == ("Close all", "Alles schließen")
+    assert clean_pair("Fonts & colours", "Polices & couleurs") == (
+        "Fonts & colours",
+        "Polices & couleurs",
+    )
+
+
 def test_placeholders_are_one_token_written_one_way():
     assert clean_pair("Delete %(name)s from %(place)s", "Supprimer %(name)s de %(place)s") == (
         "Delete {1} from {2}",

@@ -288,7 +288,8 @@ def read_license(source: Source, folder: Path | None = None) -> str:
 #: Placeholders: %(name)s, {name}, {0}, %1 (JupyterLab), %s / %d / %i / %r.
 PLACEHOLDER = re.compile(r"%\([A-Za-z_]\w*\)[sdirf]|\{[A-Za-z_0-9]\w*\}|%\d|%[sdirf]")
 _MARKUP = re.compile(r"<[^>]*>|\*\*|``?|\[\[|\]\]|\\[a-z]|https?:|www\.|@\w+\.\w|[\\/]\w+[\\/]")
-_ACCEL = re.compile(r"(?<![\w&])&(?=\w)|(?<![\w_])_(?=[A-Za-z])")
+#: Accelerators: "&File", "_File", and Qt's inside a word ("C&lose", Spyder).
+_ACCEL = re.compile(r"(?<![\w&])&(?=\w)|(?<=[^\W\d_])&(?=[^\W\d_])|(?<![\w_])_(?=[A-Za-z])")
 
 
 def _placeholders(en: str, tgt: str) -> tuple[str, str] | None:
