@@ -603,8 +603,8 @@ lecture.held_out_example(rnnsearch_fr, language["word_order"])
 # never seen in training) and the output is the reference, word for word. French reorders
 # the words: where a later French word looks further left in the English than the word before
 # it, the rows cross: the word-order swap of "European Economic Area" -> "zone économique
-# européenne" (e.g. "Run Selected Code" -> "exécuter le code sélectionné": the adjective
-# moves behind the noun). The example was found by a rule over the test split (the shortest
+# européenne" (e.g. "Hide advanced options" -> "masquer les options avancées": the
+# adjective moves behind the noun). The example was found by a rule over the test split (the shortest
 # string the model translates right with crossing alpha), not picked by hand: the cell's text
 # names it and says whether the output equals the reference. The bi-GRU's weight is often
 # spread over neighbours: its states already carry their neighbours' words.
@@ -623,8 +623,8 @@ lecture.held_out_example(transformer_de, verb, layer=verb["layer"], head=verb["h
 # English puts the verb first, German at the end (the infinitive of a command: "Alle Tabs
 # schließen"). One head of the last layer, found by a rule over the test split (the shortest
 # right verb-final string where some head looks from the verb back at the first English word):
-# writing the German verb, it attends to the English verb at the other end (here "Add new
-# type" -> "neuen typ hinzufügen": "hinzufügen" looks at "add"). Other
+# writing the German verb, it attends to the English verb at the other end (here "Hide
+# advanced options" -> "erweiterte optionen ausblenden": "ausblenden" looks at "hide"). Other
 # heads do other things: the DecodeStepper and the HeadView show each head.
 # Minutes: 2
 

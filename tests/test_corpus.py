@@ -116,6 +116,9 @@ def test_placeholders_are_one_token_written_one_way():
     assert clean_pair("Open {name}", "Ouvrir {name}") == ("Open {1}", "Ouvrir {1}")
     assert clean_pair("Saved %s", "Enregistré %s") == ("Saved {1}", "Enregistré {1}")
     assert tokenize("Open {1}.") == ["open", "{1}", "."]
+    # a placeholder that is not read one way (a dotted name, a format spec): dropped
+    assert clean_pair("Order %(order.number)s", "Commande %(order.number)s") is None
+    assert clean_pair("{1} of %(amount).2f", "{1} de %(amount).2f") is None
     # different placeholders in the two: dropped
     assert clean_pair("Open %s", "Ouvrir") is None
 

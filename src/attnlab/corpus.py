@@ -305,7 +305,10 @@ def _placeholders(en: str, tgt: str) -> tuple[str, str] | None:
     for p in found:
         numbers.setdefault(p, len(numbers) + 1)
     sub = lambda text: PLACEHOLDER.sub(lambda m: f"{{{numbers[m[0]]}}}", text)  # noqa: E731
-    return sub(en), sub(tgt)
+    en, tgt = sub(en), sub(tgt)
+    if "%(" in en + tgt:  # one we do not read ("%(order.number)s", "%(amount).2f"): dropped
+        return None
+    return en, tgt
 
 
 def _tidy(text: str) -> str:
