@@ -190,12 +190,15 @@ def _fail(path: Path, why: str) -> CheckpointError:
     return CheckpointError(f"checkpoint card {path} refused: {why}")
 
 
+def _is_word(w: object) -> bool:
+    """One word of a word model: text of 1 to MAX_WORD_CHARS characters, no spaces."""
+    return isinstance(w, str) and 0 < len(w) <= MAX_WORD_CHARS and w.split() == [w]
+
+
 def _check_word_vocab(words: object, what: str, path: Path) -> None:
     if not isinstance(words, list) or not 1 <= len(words) <= MAX_WORD_VOCAB:
         raise _fail(path, f"{what} must be a list of 1 to {MAX_WORD_VOCAB} words")
-    if not all(
-        isinstance(w, str) and 0 < len(w) <= MAX_WORD_CHARS and w.split() == [w] for w in words
-    ):
+    if not all(_is_word(w) for w in words):
         raise _fail(path, f"{what} must hold words of 1 to {MAX_WORD_CHARS} characters, no spaces")
     if len(set(words)) != len(words):
         raise _fail(path, f"{what} repeats a word")
@@ -289,11 +292,8 @@ def _check_lexicon(lexicon: object, path: Path) -> None:
     MAX_WORD_CHARS characters without spaces, at most MAX_WORD_VOCAB entries."""
     if not isinstance(lexicon, dict) or len(lexicon) > MAX_WORD_VOCAB:
         raise _fail(path, f"'unk_lexicon' must map at most {MAX_WORD_VOCAB} words to words")
-    for word in (*lexicon, *lexicon.values()):
-        if not (
-            isinstance(word, str) and 0 < len(word) <= MAX_WORD_CHARS and [word] == word.split()
-        ):
-            raise _fail(path, f"'unk_lexicon' must hold words of 1 to {MAX_WORD_CHARS} characters")
+    if not all(_is_word(w) for w in (*lexicon, *lexicon.values())):
+        raise _fail(path, f"'unk_lexicon' must hold words of 1 to {MAX_WORD_CHARS} characters")
 
 
 def _no_constants(name: str) -> None:

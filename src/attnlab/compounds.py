@@ -66,15 +66,15 @@ class CompoundSplitter:
         for i in range(MIN_PART, len(word) - MIN_PART + 1):
             head = word[:i]
             for link in _LINKS:
-                if not head.endswith(link) or not self._known(head[: len(head) - len(link)]):
+                stem = head[: len(head) - len(link)]  # the part without its linking letters
+                if not head.endswith(link) or not self._known(stem):
                     continue
                 tail_score, tail = self._best(word[i:])
                 if not tail:
                     continue
                 n = 1 + len(tail)
-                score = (math.log(self._known(head[: len(head) - len(link)])) + tail_score) / n
-                mean = best[0] / max(1, len(best[1])) if best[1] else -math.inf
-                if score > mean:
+                score = (math.log(self._known(stem)) + tail_score) / n  # mean log count
+                if score > (best[0] / len(best[1]) if best[1] else -math.inf):
                     best = (score * n, (head, *tail))
         return best
 
@@ -89,9 +89,8 @@ class CompoundSplitter:
             last = k == len(pieces) - 1
             parts = [piece]
             if piece.isalpha() and len(piece) >= 2 * MIN_PART:
-                score, best = self._best(piece)
-                whole = math.log(self._known(piece)) if self._known(piece) else -math.inf
-                if best and len(best) > 1 and score / len(best) > whole:
+                _, best = self._best(piece)  # a cut beats the whole word, or it is the word
+                if len(best) > 1:
                     parts = list(best)
             if not last:
                 parts[-1] += "-"

@@ -134,13 +134,15 @@ def unk_lexicon(table: dict[str, str], src_vocab: Vocab) -> dict[str, str]:
     return {e: table[e] for e in sorted(table) if e not in src_vocab.stoi}
 
 
-def lexicon_pairs(pairs: list[tuple[str, str]], least: int) -> list[tuple[str, str]]:
+def lexicon_pairs(
+    pairs: list[tuple[str, str]], least: int, dictionary: Dictionary | None = None
+) -> list[tuple[str, str]]:
     """(English word, its translation) for each word seen >= ``least`` times in ``pairs``
-    whose dictionary translation (IBM Model 1, :class:`attnlab.evaluate.Dictionary`) has
-    t(f | e) >= 0.5, sorted; none when ``least`` is 0."""
+    whose dictionary translation (IBM Model 1, :class:`attnlab.evaluate.Dictionary`, learned
+    from ``pairs`` unless given) has t(f | e) >= 0.5, sorted; none when ``least`` is 0."""
     if least <= 0:
         return []
-    counts, d = vocab_counts([en for en, _ in pairs]), Dictionary(pairs)
+    counts, d = vocab_counts([en for en, _ in pairs]), dictionary or Dictionary(pairs)
     return sorted(
         (e, f)
         for e, f in d.table.items()
@@ -197,12 +199,13 @@ def _lr_factor(recipe: LanguageRecipe):
 def _setup(recipe: LanguageRecipe, corpus: dict) -> tuple[Seq2SeqModel, dict, int]:
     """The untrained model (its ``unk_lexicon`` set) and the encoded training pairs."""
     train_pairs = segmented(corpus["train"], recipe)
-    pairs = train_pairs + lexicon_pairs(train_pairs, recipe.lexicon_min)
+    dictionary = Dictionary(train_pairs)  # IBM Model 1, learned once: lexicon and alignment
+    pairs = train_pairs + lexicon_pairs(train_pairs, recipe.lexicon_min, dictionary)
     src_vocab, tgt_vocab = build_vocabs(train_pairs, recipe)
     model = build_model(recipe.kind, src_vocab, tgt_vocab, recipe.config)
     align = None
     if recipe.copy_unknown:  # learn <unk> for a word it cannot read; look that word up
-        table = Dictionary(train_pairs).table
+        table = dictionary.table
         align = align_targets(pairs, table)
         model.unk_lexicon = unk_lexicon(table, src_vocab)
     return model, encode_word_pairs(pairs, src_vocab, tgt_vocab, align), len(pairs)
