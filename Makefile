@@ -45,14 +45,14 @@ e2e: setup
 	$(BIN)/python -m pytest -q tests/e2e
 
 pics: setup
-	$(BIN)/python -m attnlab.figures --out pics
+	$(BIN)/python -m attnlab.pictures.figures --out pics
 
 train: setup
 	$(BIN)/python -m attnlab.cli --all --replace-shipped
 	$(BIN)/python -m attnlab.experiments.length --replace-shipped
 	# Real language (issue 19): the corpus and its data card, the four word models, the
 	# analysis the deck shows.
-	OMP_NUM_THREADS=1 $(BIN)/python -m attnlab.corpus
+	OMP_NUM_THREADS=1 $(BIN)/python -m attnlab.text.corpus
 	OMP_NUM_THREADS=1 $(BIN)/python -m attnlab.cli --language all --replace-shipped
 	OMP_NUM_THREADS=1 $(BIN)/python -m attnlab.experiments.language
 

@@ -18,10 +18,10 @@ import time
 import torch
 
 import attnlab
-from attnlab import corpus
-from attnlab.checkpoints import weights_path
-from attnlab.evaluate import Dictionary, copy_baseline, score, translate_all
 from attnlab.experiments.language import MODELS
+from attnlab.text import corpus
+from attnlab.training.checkpoints import weights_path
+from attnlab.training.evaluate import Dictionary, copy_baseline, score, translate_all
 
 LOAD_TARGET_MS, TRANSLATE_TARGET_MS = 200.0, 50.0
 PHRASES = {"fr": "Default cell type", "de": "Close all tabs"}

@@ -1,7 +1,7 @@
 """Benchmark: seconds each dates model takes to reach 99% held-out exact match.
 
 Trains RNNSearch, the Transformer and RNNEncDec on dates with the shipped recipes
-(``attnlab.train.default_configs``), each stopping as soon as 99% of the 1000 held-out dates
+(``attnlab.training.loop.default_configs``), each stopping as soon as 99% of the 1000 held-out dates
 are right (RNNEncDec gets a budget of 3000 steps instead of its fixed 200), and prints the
 seconds (wall clock, the held-out measurements included), the steps, and the ratio
 RNNEncDec / RNNSearch.  Then the load time and size of every shipped checkpoint.
@@ -22,8 +22,8 @@ from dataclasses import replace
 import torch
 
 import attnlab
-from attnlab.checkpoints import CHECKPOINT_DIR, SHIPPED, weights_path
-from attnlab.train import default_configs, fit
+from attnlab.training.checkpoints import CHECKPOINT_DIR, SHIPPED, weights_path
+from attnlab.training.loop import default_configs, fit
 
 TARGETS = {"rnnsearch": 15.0, "transformer": 60.0}
 

@@ -55,7 +55,8 @@ import torch
 
 import attnlab
 from attnlab import attention as A
-from attnlab import lecture, widgets
+from attnlab import widgets
+from attnlab import lecture
 from attnlab.experiments.language import load_results
 
 torch.manual_seed(0)
@@ -235,7 +236,7 @@ widgets.DecodeStepper()  # the shipped rnnsearch-dates; more models in the model
 # ### A fair comparison? Equal compute, measured
 #
 # Same data and the same 1000 steps for both. Compute counted by torch's FLOP counter on one
-# training batch (`lecture.flops_per_step`, cached by `python -m attnlab.lecture`):
+# training batch (`lecture.flops_per_step`, cached by `python -m attnlab.lecture.demos`):
 
 # %%
 lecture.equal_compute()
@@ -560,7 +561,7 @@ lecture.heads_measured()  # lecture.head_study(transformer, n=200), cached: 4 s
 #   layer's per-token computation; attention only mixes tokens.
 
 # %%
-lecture.show_source(attnlab.transformer.EncoderLayer.forward)
+lecture.show_source(attnlab.models.transformer.EncoderLayer.forward)
 
 # %% [markdown] slideshow={"slide_type": "notes"}
 # Pre-LN, as our model: x + SelfAttn(LN(x)), then x + FFN(LN(x)). Ask: what would happen
@@ -818,7 +819,7 @@ lecture.alignment_failure(attnlab.load("rnnsearch-reverse-30"), length=45, seed=
 # %%
 LIVE = False  # True: train now (about half a minute)
 if LIVE:
-    from attnlab.train import fit
+    from attnlab.training.loop import fit
 
     live_model, history = fit("rnnsearch", task="dates", target_accuracy=0.99)
 else:

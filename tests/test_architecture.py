@@ -138,10 +138,12 @@ def test_the_module_list_is_found():
 
 def test_the_import_graph_sees_every_kind_of_import():
     graph = import_graph()
-    assert "attnlab.attention" in graph["attnlab.transformer"]  # from attnlab.attention import
-    assert "attnlab.decode" in graph["attnlab.models"]  # translate() decodes
-    assert "attnlab.checkpoints" in graph["attnlab"]  # inside load(): counted too
-    assert "attnlab.experiments" in graph["attnlab.figures"]  # its __init__ runs first
+    assert (
+        "attnlab.attention" in graph["attnlab.models.transformer"]
+    )  # from attnlab.attention import
+    assert "attnlab.decode" in graph["attnlab.models.base"]  # translate() decodes
+    assert "attnlab.training.checkpoints" in graph["attnlab"]  # inside load(): counted too
+    assert "attnlab.experiments" in graph["attnlab.pictures.figures"]  # its __init__ runs first
     assert "attnlab.checks" not in graph["attnlab.checks.harness"]  # its own package: started
 
 
@@ -159,10 +161,10 @@ def test_no_module_imports_one_that_imports_it_back():
 
 
 def test_python_m_attnlab_train_is_not_the_command_line():
-    # ``python -m attnlab.train`` would run train.py twice (as __main__, then as the module
+    # ``python -m attnlab.training.loop`` would run train.py twice (as __main__, then as the module
     # attnlab.cli imports): the command line is attnlab.cli, and train does not import it.
-    assert "attnlab.cli" not in import_graph()["attnlab.train"]
-    assert "attnlab.train" in import_graph()["attnlab.cli"]
+    assert "attnlab.cli" not in import_graph()["attnlab.training.loop"]
+    assert "attnlab.training.loop" in import_graph()["attnlab.cli"]
 
 
 def function_imports() -> list[tuple[str, int, str, bool]]:
@@ -294,7 +296,7 @@ def test_every_class_attribute_and_dotted_name_in_the_doc_exists():
 
 
 def test_the_attribute_check_catches_a_drifted_name():
-    transformer = importlib.import_module("attnlab.transformer")
+    transformer = importlib.import_module("attnlab.models.transformer")
     assert resolve(classes()["MultiHeadAttention"], "attn")  # self.attn = ... in __init__
     assert resolve(classes()["MultiHeadAttention"], "forward")  # a method
     assert resolve(transformer, "Transformer.attention_weights")

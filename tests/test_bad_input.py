@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 
 import attnlab
-from attnlab import checkpoints
-from attnlab.checkpoints import CHECKPOINT_DIR, CheckpointError
-from attnlab.data import InvalidInput
 from attnlab.decode import steps
+from attnlab.text.vocab import InvalidInput
+from attnlab.training import checkpoints
+from attnlab.training.checkpoints import CHECKPOINT_DIR, CheckpointError
 
 TEXTS = {
     "works": "3 May 1979",

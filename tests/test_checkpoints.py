@@ -17,11 +17,11 @@ import pytest
 import torch
 
 import attnlab
-from attnlab import checkpoints
-from attnlab.batches import evaluate
-from attnlab.checkpoints import CHECKPOINT_DIR, SHIPPED, CheckpointError
-from attnlab.data import dates
-from attnlab.recipes import TEST_SEED_OFFSET
+from attnlab.text.tasks import dates
+from attnlab.training import checkpoints
+from attnlab.training.batches import evaluate
+from attnlab.training.checkpoints import CHECKPOINT_DIR, SHIPPED, CheckpointError
+from attnlab.training.config import TEST_SEED_OFFSET
 
 CARD_FIELDS = {
     "kind", "task", "config", "src_vocab", "tgt_vocab", "seed", "steps", "train_seconds",

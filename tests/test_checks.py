@@ -824,8 +824,8 @@ def test_in_model_raises_in_solutions_mode(monkeypatch):
 def test_the_checks_and_the_decode_stepper_swap_through_one_mechanism(monkeypatch):
     from types import SimpleNamespace
 
-    from attnlab import parts
-    from attnlab.seq2seq import RNNSearch
+    from attnlab.guard import parts
+    from attnlab.models.rnn import RNNSearch
     from attnlab.widgets import DecodeStepper, decode_stepper
 
     assert "__setattr__" not in vars(RNNSearch)  # no override: a Part stands in for a module
@@ -850,7 +850,8 @@ def test_the_checks_and_the_decode_stepper_swap_through_one_mechanism(monkeypatc
 
 
 def test_a_swap_puts_the_library_back_whatever_happens():
-    from attnlab import attention, parts
+    from attnlab import attention
+    from attnlab.guard import parts
 
     model = reference_model("rnnsearch-dates").model
     score, softmax = model.score, attention.masked_softmax
@@ -868,7 +869,7 @@ def test_a_swap_puts_the_library_back_whatever_happens():
 
 # --------------------------------------------------------------------------- questions
 def test_questions_accept_the_computed_answer_and_name_typical_wrong_ones():
-    from attnlab.path_lengths import longest_path
+    from attnlab.experiments.path_lengths import longest_path
 
     assert checks.check_answer("variance_qk", 64).ok
     assert checks.check_answer("variance_qk", 63.4).ok  # a measured variance is fine

@@ -1,10 +1,10 @@
-"""German compounds split into parts a word model can write (attnlab.compounds), and the
-"@@" joiner that glues them back (attnlab.data.detokenize)."""
+"""German compounds split into parts a word model can write (attnlab.text.compounds), and the
+"@@" joiner that glues them back (attnlab.text.vocab.detokenize)."""
 
-from attnlab.compounds import CompoundSplitter
-from attnlab.data import detokenize, tokenize
-from attnlab.recipes import LANGUAGE_RECIPES
-from attnlab.translation import segmented
+from attnlab.text.compounds import CompoundSplitter
+from attnlab.text.vocab import detokenize, tokenize
+from attnlab.training.config import LANGUAGE_RECIPES
+from attnlab.training.translation import segmented
 
 WORDS = ["datenträger", "details", "kategorie", "manager", "status", "abhängigkeit"] * 3
 WORDS += ["benutzername"] * 50 + ["benutzer", "name"] * 2  # a frequent compound

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from attnlab import corpus
-from attnlab.corpus import (
+from attnlab.text import corpus
+from attnlab.text.corpus import (
     LANGS,
     SOURCES,
     SPLITS,
@@ -26,7 +26,7 @@ from attnlab.corpus import (
     source_key,
     split_of,
 )
-from attnlab.data import tokenize
+from attnlab.text.vocab import tokenize
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -185,7 +185,7 @@ def test_json_catalog_keys_with_a_context(tmp_path):
 
 def _run_build(*args):
     return subprocess.run(
-        [sys.executable, "-m", "attnlab.corpus", *args],
+        [sys.executable, "-m", "attnlab.text.corpus", *args],
         capture_output=True,
         text=True,
         timeout=120,

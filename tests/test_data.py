@@ -1,4 +1,4 @@
-"""attnlab.data: deterministic tasks, every date form, vocabularies that name unknown characters."""
+"""attnlab.text.vocab: deterministic tasks, every date form, vocabularies that name unknown characters."""
 
 from __future__ import annotations
 
@@ -7,19 +7,16 @@ import re
 
 import pytest
 
-from attnlab.data import (
+from attnlab.text.tasks import (
     BASE_DATE_FORMATS,
     DATE_FORMATS,
     DATE_STYLES,
-    SPECIALS,
     TASKS,
-    InvalidInput,
-    Vocab,
     dates,
     format_date,
-    normalise,
     reverse,
 )
+from attnlab.text.vocab import SPECIALS, InvalidInput, Vocab, normalise
 
 ISSUE_FORMS = [
     "%d %B %Y",

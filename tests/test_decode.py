@@ -9,8 +9,7 @@ import pytest
 import torch
 
 import attnlab
-from attnlab import attention, parts
-from attnlab.data import SPECIALS, InvalidInput, Vocab
+from attnlab import attention
 from attnlab.decode import (
     MAX_BEAM,
     Decoding,
@@ -21,7 +20,9 @@ from attnlab.decode import (
     greedy,
     steps,
 )
-from attnlab.models import Seq2SeqModel, StepOutput
+from attnlab.guard import parts
+from attnlab.models.base import Seq2SeqModel, StepOutput
+from attnlab.text.vocab import SPECIALS, InvalidInput, Vocab
 
 TEXTS = ["3 May 1979", "Thursday, 03 May 1979", "1979/05/03", "december 31, 2099", " 1.1.1900 "]
 NAMES = ["rnnenc-dates", "rnnsearch-dates", "transformer-dates"]

@@ -1,4 +1,4 @@
-"""The picture generator: every picture the notebooks show is drawn by `attnlab.figures`.
+"""The picture generator: every picture the notebooks show is drawn by `attnlab.pictures.figures`.
 
 One module-scoped run of the generator into a temporary folder feeds most tests (drawing
 everything takes a few seconds); the rest check the pieces: the CLI, determinism, the
@@ -19,7 +19,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from PIL import Image
 
-from attnlab import diagrams, figures, typography
+from attnlab.pictures import diagrams, figures, typography
 
 ROOT = Path(__file__).resolve().parents[1]
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"

@@ -1,4 +1,4 @@
-"""attnlab.io.write_atomic: a file is replaced whole or not at all."""
+"""attnlab.files.write_atomic: a file is replaced whole or not at all."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from attnlab import io
+from attnlab import files as io
 
 
 def test_write_atomic_writes_text_and_bytes(tmp_path):

@@ -9,13 +9,13 @@ import pytest
 import torch
 
 import attnlab
-from attnlab.checkpoints import CHECKPOINT_DIR, SHIPPED, load_card, weights_path
-from attnlab.corpus import load_corpus
-from attnlab.data import EOS, UNK, InvalidInput, Vocab, detokenize, tokenize
 from attnlab.decode import allowed_tokens, copy_unknown, decode, steps
-from attnlab.evaluate import Dictionary, copy_baseline, score, translate_all
 from attnlab.experiments.language import MODELS, RESULTS_FILE, load_results
-from attnlab.translation import align_targets, copy_targets, encode_word_pairs, unk_lexicon
+from attnlab.text.corpus import load_corpus
+from attnlab.text.vocab import EOS, UNK, InvalidInput, Vocab, detokenize, tokenize
+from attnlab.training.checkpoints import CHECKPOINT_DIR, SHIPPED, load_card, weights_path
+from attnlab.training.evaluate import Dictionary, copy_baseline, score, translate_all
+from attnlab.training.translation import align_targets, copy_targets, encode_word_pairs, unk_lexicon
 
 NAMES = list(MODELS)
 ATTENTION = ["rnnsearch-en-fr", "transformer-en-fr", "transformer-en-de"]
@@ -358,7 +358,7 @@ def test_make_train_rebuilds_the_corpus_and_the_word_models():
     make = (Path(__file__).resolve().parents[1] / "Makefile").read_text()
     train = make.split("\ntrain:", 1)[1].split("\n\n", 1)[0]
     for command in (
-        "-m attnlab.corpus",
+        "-m attnlab.text.corpus",
         "-m attnlab.cli --language all --replace-shipped",
         "-m attnlab.experiments.language",
     ):
@@ -378,8 +378,9 @@ def test_training_never_overwrites_the_shipped_models_unasked(capsys):
 def test_the_language_models_train_from_the_one_command_line(monkeypatch, tmp_path, capsys):
     """`python -m attnlab.cli --language NAME|all`: the one entry point trains the word models
     too (what `make train` runs), into the folder asked for, and refuses mixed requests."""
-    from attnlab import cli, translation
-    from attnlab.recipes import LANGUAGE_RECIPES
+    from attnlab import cli
+    from attnlab.training import translation
+    from attnlab.training.config import LANGUAGE_RECIPES
 
     trained = []
     monkeypatch.setattr(
@@ -393,13 +394,13 @@ def test_the_language_models_train_from_the_one_command_line(monkeypatch, tmp_pa
 
 
 def test_a_few_training_steps_lower_the_loss_and_keep_the_best_dev_weights():
-    """The training loop of the language models (attnlab.translation.train) on a tiny budget:
+    """The training loop of the language models (attnlab.training.translation.train) on a tiny budget:
     it runs the shared teacher-forced step, records the history it promises, and returns the
     weights of its best dev chrF."""
     from dataclasses import replace
 
-    from attnlab.recipes import LANGUAGE_RECIPES
-    from attnlab.translation import train
+    from attnlab.training.config import LANGUAGE_RECIPES
+    from attnlab.training.translation import train
 
     corpus = load_corpus("fr")
     small = {"train": corpus["train"][:400], "dev": corpus["dev"][:20], "test": []}
@@ -417,7 +418,7 @@ def test_a_few_training_steps_lower_the_loss_and_keep_the_best_dev_weights():
 def test_dropout_acts_while_training_only():
     """The real-language Transformer's residual dropout (P_drop, Vaswani et al. 5.4): a model
     in eval mode gives what the same weights without dropout give; in training it differs."""
-    from attnlab.registry import build_model
+    from attnlab.models.registry import build_model
 
     src, tgt = Vocab(["close", "all", "tabs"], level="word"), Vocab(["fermer"], level="word")
     for kind, config in (

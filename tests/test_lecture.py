@@ -1,4 +1,4 @@
-"""The deck's demo helpers (attnlab.lecture) show what the models and the core really do."""
+"""The deck's demo helpers (attnlab.lecture.demos) show what the models and the core really do."""
 
 import ast
 import inspect
@@ -10,11 +10,12 @@ import torch
 
 import attnlab
 from attnlab import attention as A
-from attnlab import lecture, typography
-from attnlab.checkpoints import CHECKPOINT_DIR
-from attnlab.corpus import split_of
+from attnlab import lecture
 from attnlab.decode import decode
 from attnlab.experiments.language import load_results
+from attnlab.pictures import typography
+from attnlab.text.corpus import split_of
+from attnlab.training.checkpoints import CHECKPOINT_DIR
 
 
 def test_table_renders_html_and_aligned_text():
@@ -349,7 +350,7 @@ def test_equal_compute_reads_the_cards_and_the_cached_flops():
 
 
 def test_measurements_name_the_missing_file(tmp_path):
-    with pytest.raises(FileNotFoundError, match="python -m attnlab.lecture"):
+    with pytest.raises(FileNotFoundError, match="python -m attnlab.lecture.demos"):
         lecture.measurements(tmp_path / "deck.json")
 
 

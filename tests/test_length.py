@@ -7,9 +7,9 @@ import json
 import pytest
 
 import attnlab
-from attnlab.checkpoints import CHECKPOINT_DIR
 from attnlab.experiments import length
 from attnlab.experiments.length import BINS, load_results, measure
+from attnlab.training.checkpoints import CHECKPOINT_DIR
 
 
 @pytest.fixture(scope="module")

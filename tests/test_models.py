@@ -9,11 +9,12 @@ import pytest
 import torch
 
 from attnlab.attention import SCORES
-from attnlab.batches import encode_pairs
-from attnlab.data import TASKS, InvalidInput
-from attnlab.registry import MODEL_KINDS, ModelKind, build_model
-from attnlab.seq2seq import RNNConfig, RNNSearch
-from attnlab.transformer import Transformer, TransformerConfig
+from attnlab.models.registry import MODEL_KINDS, ModelKind, build_model
+from attnlab.models.rnn import RNNConfig, RNNSearch
+from attnlab.models.transformer import Transformer, TransformerConfig
+from attnlab.text.tasks import TASKS
+from attnlab.text.vocab import InvalidInput
+from attnlab.training.batches import encode_pairs
 
 KINDS = ["rnnencdec", "rnnsearch", "transformer"]
 TASK = TASKS["dates"]

@@ -1,6 +1,6 @@
 """nbgrader releases the committed exercises notebook as it is and autogrades it.
 
-In a temporary course directory: ``python -m attnlab.course source`` writes the instructor
+In a temporary course directory: ``python -m attnlab.checks.course source`` writes the instructor
 version, ``nbgrader generate_assignment`` must turn it back into exactly the committed student
 version, and ``nbgrader autograde`` must give a solved submission every point except those of
 the one exercise left blank.  (Slow: nbgrader runs the whole notebook in a kernel, about a
@@ -17,7 +17,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from attnlab import course
+from attnlab.checks import course
 
 BIN = Path(sys.executable).parent  # nbgrader calls `alembic` from the environment's bin
 ASSIGNMENT = "lecture07"

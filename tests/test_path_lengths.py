@@ -1,4 +1,4 @@
-"""attnlab.path_lengths: the dependency graphs and their path lengths (Vaswani et al., Table 1).
+"""attnlab.experiments.path_lengths: the dependency graphs and their path lengths (Vaswani et al., Table 1).
 
 The reference here is written independently of the module: a breadth-first search over a
 successor function that describes each layer type directly, with the stack depth found by
@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from attnlab import path_lengths
+from attnlab.experiments import path_lengths
 
 
 def successors(kind: str, n: int, k: int, layers: int, node):
@@ -192,7 +192,7 @@ def test_the_dilated_stack_is_the_causal_conv_graph_with_dilations_k_to_the_l():
 
 
 def test_the_wavenet_picture_counts_on_the_path_length_graphs(monkeypatch):
-    from attnlab import figures
+    from attnlab.pictures import figures
 
     calls = []
     real = path_lengths.reach

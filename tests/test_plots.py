@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from attnlab import canvas, deck_pictures, heatmaps, training_plots, typography
+from attnlab.pictures import canvas, heatmaps, training_plots, typography
+from attnlab.pictures import plots as deck_pictures
 
 RESULTS = {
     "bins": [[5, 10], [11, 20], [21, 30], [31, 40]],

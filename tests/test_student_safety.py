@@ -21,7 +21,8 @@ ROOT = Path(__file__).resolve().parents[1]
 PRELUDE = """
 import json, sys, time
 import torch
-from attnlab import attention, checks, sandbox
+from attnlab import attention, checks
+from attnlab.guard import sandbox
 def out(**kw):
     print("RESULT " + json.dumps(kw))
 """
@@ -343,7 +344,7 @@ def test_save_deletes_only_the_weights_its_previous_card_named(tmp_path):
     plain.write_bytes(b"also mine")
     r = run(f"""
         from pathlib import Path
-        from attnlab import checkpoints
+        from attnlab.training import checkpoints
         folder = Path({str(tmp_path)!r})
         model = attnlab_model = checkpoints.load("rnnsearch-dates")
         card = {{k: v for k, v in model.card.items() if k not in ("checksum",)}}
@@ -368,7 +369,7 @@ def test_save_does_not_follow_a_card_that_names_a_file_elsewhere(tmp_path):
     for named in ("../outside.safetensors", "link.safetensors"):
         (folder / "rnnsearch-dates.json").write_text(json.dumps({"weights_file": named}))
         r = run(f"""
-            from attnlab import checkpoints
+            from attnlab.training import checkpoints
             model = checkpoints.load("rnnsearch-dates")
             checkpoints.save(model, "rnnsearch-dates", dict(model.card), {str(folder)!r})
             out(done=True)
@@ -379,7 +380,7 @@ def test_save_does_not_follow_a_card_that_names_a_file_elsewhere(tmp_path):
 
 def course(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "attnlab.course", "source", *args],
+        [sys.executable, "-m", "attnlab.checks.course", "source", *args],
         capture_output=True,
         text=True,
         timeout=120,
@@ -452,7 +453,7 @@ def test_the_course_tool_answers_a_file_in_the_way_or_a_read_only_folder_in_one_
 
 def test_the_course_tool_answers_a_read_only_folder_in_one_line(tmp_path, monkeypatch):
     """As root a chmod cannot make a folder read-only: the OS's refusal is simulated."""
-    from attnlab import course as tool
+    from attnlab.checks import course as tool
 
     def denied(path, data):
         raise PermissionError(13, "Permission denied", str(path))
@@ -462,7 +463,7 @@ def test_the_course_tool_answers_a_read_only_folder_in_one_line(tmp_path, monkey
         tool.main(["source", str(tmp_path)])
     message = str(info.value)
     assert "permission denied" in message and "\n" not in message
-    assert message.startswith("attnlab.course: cannot write")
+    assert message.startswith("attnlab.checks.course: cannot write")
 
 
 def test_a_whole_in_model_has_a_budget_too():

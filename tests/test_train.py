@@ -1,4 +1,4 @@
-"""attnlab.train: reproducible step-counted training, early stop, the command line, the card."""
+"""attnlab.training.loop: reproducible step-counted training, early stop, the command line, the card."""
 
 from __future__ import annotations
 
@@ -14,13 +14,15 @@ import pytest
 import torch
 
 import attnlab
-from attnlab import checkpoints, cli, train
-from attnlab.batches import encode_pairs, evaluate
+from attnlab import cli
 from attnlab.cli import main
-from attnlab.data import TASKS, dates
 from attnlab.experiments.length import MODELS as LENGTH_MODELS
-from attnlab.recipes import LANGUAGE_RECIPES, SHIPPED_RECIPES, TrainConfig, default_configs
-from attnlab.train import fit
+from attnlab.text.tasks import TASKS, dates
+from attnlab.training import checkpoints
+from attnlab.training import loop as train
+from attnlab.training.batches import encode_pairs, evaluate
+from attnlab.training.config import LANGUAGE_RECIPES, SHIPPED_RECIPES, TrainConfig, default_configs
+from attnlab.training.loop import fit
 
 TINY = TrainConfig(lr=1e-2, max_steps=6, eval_every=3, n_train=300, n_valid=40, batch_size=16)
 
@@ -347,7 +349,7 @@ def test_python_m_attnlab_cli_refuses_bad_arguments_without_a_traceback():
 
 def test_python_m_attnlab_train_points_to_the_cli_and_trains_nothing():
     run = subprocess.run(
-        [sys.executable, "-m", "attnlab.train", "--model", "rnnsearch"],
+        [sys.executable, "-m", "attnlab.training.loop", "--model", "rnnsearch"],
         capture_output=True,
         text=True,
         timeout=120,

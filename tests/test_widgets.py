@@ -28,13 +28,14 @@ from matplotlib.text import Text
 from PIL import Image
 
 import attnlab
-from attnlab import checkpoints, typography
-from attnlab import path_lengths as paths
 from attnlab.attention import causal_mask, dot_score, masked_softmax, scaled_dot_score
-from attnlab.data import UNK, Vocab
 from attnlab.decode import decode
-from attnlab.seq2seq import RNNConfig, RNNSearch
-from attnlab.transformer import Transformer, TransformerConfig
+from attnlab.experiments import path_lengths as paths
+from attnlab.models.rnn import RNNConfig, RNNSearch
+from attnlab.models.transformer import Transformer, TransformerConfig
+from attnlab.pictures import typography
+from attnlab.text.vocab import UNK, Vocab
+from attnlab.training import checkpoints
 from attnlab.widgets import (
     DecodeStepper,
     HeadView,
@@ -447,8 +448,8 @@ def test_stepper_pictures_read_from_the_back_with_every_label(transformer):
 
 def test_stepper_a_crowded_picture_is_caught(stepper):
     """The label check can fail: the same heatmap squeezed into a small figure is crowded."""
-    from attnlab.canvas import png_bytes, slide_figure
-    from attnlab.heatmaps import Heatmap
+    from attnlab.pictures.canvas import png_bytes, slide_figure
+    from attnlab.pictures.heatmaps import Heatmap
 
     fig, sizes = slide_figure(300, 200, layout=None)
     heat = Heatmap(fig.add_subplot(), sizes=sizes)

@@ -15,9 +15,9 @@ __all__ = ["load"]
 
 
 def load(name, directory=None):
-    """A shipped model by name (e.g. "rnnsearch-dates"): :func:`attnlab.checkpoints.load`."""
+    """A shipped model by name (e.g. "rnnsearch-dates"): :func:`attnlab.training.checkpoints.load`."""
     # Imported here so that `import attnlab` does not load torch (1.6 s, measured; the
     # scripts that only need a path or a name stay fast; tests/test_checkpoints.py).
-    from attnlab.checkpoints import load as load_checkpoint
+    from attnlab.training.checkpoints import load as load_checkpoint
 
     return load_checkpoint(name, directory)

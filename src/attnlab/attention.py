@@ -588,7 +588,7 @@ scaled_dot_product_attention = entry_point(scaled_dot_product_attention, _sdpa_a
 MultiHeadAttention.forward = entry_point(MultiHeadAttention.forward, _multi_head_args)
 positional_encoding = entry_point(positional_encoding, _positional_encoding_args)
 
-#: This module's public names as defined here: attnlab.sandbox and the checks' references use
+#: This module's public names as defined here: attnlab.guard.sandbox and the checks' references use
 #: these, not whatever ``attnlab.attention.*`` holds when they are imported (a user may have
 #: replaced ``masked_softmax`` before that).
 AS_DEFINED: dict[str, object] = {name: globals()[name] for name in __all__}

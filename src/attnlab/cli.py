@@ -14,7 +14,7 @@ package: replacing the shipped checkpoints (``src/attnlab/checkpoints/``) takes
 
 Every argument is checked before training starts (argparse errors, exit 2), and so is the
 output folder (a file in the way or a folder it cannot write to: one line, exit 2).  The
-checkpoint is written by :func:`attnlab.checkpoints.save` (weights, then the card, each
+checkpoint is written by :func:`attnlab.training.checkpoints.save` (weights, then the card, each
 renamed into place), so an error or Ctrl+C leaves the old checkpoint whole and no
 temporary file behind.
 """
@@ -31,11 +31,12 @@ from pathlib import Path
 
 import torch
 
-from attnlab import checkpoints, translation
-from attnlab.batches import evaluate
-from attnlab.corpus import CatalogError
-from attnlab.data import TASKS, get_task
-from attnlab.recipes import (
+from attnlab.models.registry import MODEL_KINDS
+from attnlab.text.corpus import CatalogError
+from attnlab.text.tasks import TASKS, get_task
+from attnlab.training import checkpoints, translation
+from attnlab.training.batches import evaluate
+from attnlab.training.config import (
     LANGUAGE_RECIPES,
     SHIPPED_RECIPES,
     TEST_SEED_OFFSET,
@@ -44,8 +45,7 @@ from attnlab.recipes import (
     default_configs,
     new_model,
 )
-from attnlab.registry import MODEL_KINDS
-from attnlab.train import fit
+from attnlab.training.loop import fit
 
 __all__ = [
     "OutputError",
@@ -239,7 +239,7 @@ def _config(kind: str, task: str, args) -> TrainConfig:
 
 
 def _train_language(p: argparse.ArgumentParser, args) -> int:
-    """``--language NAME|all``: the word models of :mod:`attnlab.translation`."""
+    """``--language NAME|all``: the word models of :mod:`attnlab.training.translation`."""
     if args.model or args.all:
         p.error("give --language alone, or --model (and --task), or --all")
     names = list(LANGUAGE_RECIPES) if args.language == "all" else [args.language]

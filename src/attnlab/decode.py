@@ -4,8 +4,8 @@ r"""Decoding: :func:`decode` (greedy or beam search) returns one :class:`Decodin
     d.text                    # '1979-05-03'
     d.alpha.shape             # (L, h, T, n) = (1, 1, 10, 11)
 
-The text is checked once (:meth:`attnlab.models.Seq2SeqModel.prepare`); then the output is
-searched step by step (``model.start`` / ``model.step``, see :mod:`attnlab.models`) and read
+The text is checked once (:meth:`attnlab.models.base.Seq2SeqModel.prepare`); then the output is
+searched step by step (``model.start`` / ``model.step``, see :mod:`attnlab.models.base`) and read
 back in one teacher-forced pass (``model.alignments``) that gives every step's attention.
 ``alpha`` has the same shape for every model: (L, h, T, n) cross-attention weights, the RNN
 models as one layer and one head (RNNEncDec: a one-hot on the last source position, all its
@@ -35,13 +35,13 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from attnlab.data import EOS, SPECIALS, UNK, Vocab, detokenize
+from attnlab.text.vocab import EOS, SPECIALS, UNK, Vocab, detokenize
 
 
 class Seq2Seq(Protocol):
-    """What decoding needs of a model: every :class:`attnlab.models.Seq2SeqModel` has it.
+    """What decoding needs of a model: every :class:`attnlab.models.base.Seq2SeqModel` has it.
 
-    A protocol, not an import of :mod:`attnlab.models`: that module imports this one
+    A protocol, not an import of :mod:`attnlab.models.base`: that module imports this one
     (``translate`` decodes), and no module imports one that imports it back.
     """
 
@@ -176,7 +176,7 @@ def check_beam(beam: object) -> None:
 def decode(model: Seq2Seq, text: object, beam: int | None = None) -> Decoding:
     """Decode ``text`` greedily (``beam=None``) or by beam search of width ``beam``.
 
-    Raises :class:`attnlab.data.InvalidInput` for text the model cannot read, ValueError for
+    Raises :class:`attnlab.text.vocab.InvalidInput` for text the model cannot read, ValueError for
     a beam width outside 1..MAX_BEAM.
     """
     check_beam(beam)

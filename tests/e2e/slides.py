@@ -16,7 +16,7 @@ On every slide and fragment step the walk
 * measures the type: the computed font-size of every shown text of every cell (markdown
   >= 24 px, code >= 20 px, anything else a cell shows, widgets included, >= 18 px), and of
   every shown picture: the smallest text it draws (its PNG's record, or its figure in
-  :mod:`attnlab.figures`) times the width the browser shows it at over its own width, and
+  :mod:`attnlab.pictures.figures`) times the width the browser shows it at over its own width, and
   every key and query of each heatmap in it labelled (up to 40 tokens),
 * moves each widget control the first time it shows: in the slideshow every slider, several
   times, timing release-to-new-picture; in the export every slider, checkbox and toggle button
@@ -38,7 +38,7 @@ from pathlib import Path
 
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
-from attnlab.io import write_atomic
+from attnlab.files import write_atomic
 
 ROOT = Path(__file__).resolve().parents[2]
 DECK = "notebooks/07_attention.ipynb"
@@ -877,12 +877,12 @@ def _figure_pictures() -> dict[str, str]:
 
 
 def picture_record(data: bytes) -> dict | None:
-    """What a picture draws, in its own pixels: its PNG's record (attnlab.canvas.png_bytes),
-    or, for a picture of pics/, the record of the figure that draws it (attnlab.figures);
+    """What a picture draws, in its own pixels: its PNG's record (attnlab.pictures.canvas.png_bytes),
+    or, for a picture of pics/, the record of the figure that draws it (attnlab.pictures.figures);
     None when neither says."""
     from PIL import Image
 
-    from attnlab import typography
+    from attnlab.pictures import typography
 
     image = Image.open(io.BytesIO(data))
     text = getattr(image, "text", {}).get(typography.RECORD_KEY)
@@ -891,7 +891,7 @@ def picture_record(data: bytes) -> dict | None:
     name = _figure_pictures().get(hashlib.sha1(data).hexdigest())
     if name is None:
         return None
-    from attnlab import figures, heatmaps
+    from attnlab.pictures import figures, heatmaps
 
     fig = figures.FIGURES[name]()
     sizes = typography.text_sizes(fig, image.width)  # at the PNG's own width

@@ -48,7 +48,7 @@ ln_1, ln_2, W_1, W_2)``            ln_* nn.LayerNorm(d), W_1 nn.Linear(d, d_ff),
 Inside the trained models
 -------------------------
 ``in_model(name, fn)`` swaps ``fn`` into the shipped model(s) of :data:`IN_MODEL` through
-:mod:`attnlab.parts` (a score gets the model's trained weights; ``decode_step`` is handed the
+:mod:`attnlab.guard.parts` (a score gets the model's trained weights; ``decode_step`` is handed the
 model's score and GRU cell; an encoder block its layer's sub-layers), decodes
 :data:`IN_MODEL_DATES` held-out dates in one padded batch, and compares with the library's
 decoding (computed once per session): exact match of both, the first date that
@@ -58,14 +58,14 @@ and test the cases no date reaches (a fully masked row, huge scores), saying so.
 
 A student's code is untrusted
 -----------------------------
-Every call of the student's function runs in an :class:`attnlab.sandbox.Session`: what it
+Every call of the student's function runs in an :class:`attnlab.guard.sandbox.Session`: what it
 changes (``attention.*``, the default dtype, grad mode, the shared model's parameters and
 hooks) is put back and named in the ✗ message ("your function changed
 `attention.masked_softmax`; it was put back"); it has a time budget (about 2 s a call, 10 s
 for an ``in_model``); what it prints is shown once, cut to a few lines; whatever it raises,
 ``SystemExit`` included, becomes a ✗ message; the user's KeyboardInterrupt stops the check
 with a message.  The references are the library's own functions, captured at import, and run
-with the library in place (:func:`attnlab.sandbox.library_in_place`).
+with the library in place (:func:`attnlab.guard.sandbox.library_in_place`).
 
 The package: :mod:`~attnlab.checks.harness` (results, running a check, comparisons),
 :mod:`~attnlab.checks.exercises` (references and checks), :mod:`~attnlab.checks.inside_models`,

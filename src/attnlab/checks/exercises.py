@@ -12,7 +12,7 @@ from collections.abc import Callable
 import torch
 from torch import Tensor, nn
 
-from attnlab import attention, parts, seq2seq, transformer
+from attnlab import attention
 from attnlab.checks.harness import (
     LAST,
     ROW_SUM_TOL,
@@ -33,6 +33,9 @@ from attnlab.checks.harness import (
     shape_str,
     solutions_mode,
 )
+from attnlab.guard import parts
+from attnlab.models import rnn as seq2seq
+from attnlab.models import transformer
 
 __all__ = [
     "EXERCISES",

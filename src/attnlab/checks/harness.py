@@ -1,8 +1,8 @@
 r"""The harness every check runs in: the result, the categories, running a student's function
 safely, and the comparisons that turn a difference into a sentence.
 
-:func:`run_check` runs a check's body in a :class:`attnlab.sandbox.Session` with the library's
-own functions in place (:func:`attnlab.sandbox.library_in_place`), under ``torch.no_grad`` and
+:func:`run_check` runs a check's body in a :class:`attnlab.guard.sandbox.Session` with the library's
+own functions in place (:func:`attnlab.guard.sandbox.library_in_place`), under ``torch.no_grad`` and
 a forked random state; whatever happens (a wrong answer, an exception of any kind, the time
 budget, the user's stop button) it answers a :class:`CheckResult`, and raises only in
 solutions mode.  :func:`call_student` is the one way a check calls the student's function.
@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
-from attnlab.sandbox import (
+from attnlab.guard.sandbox import (
     OutOfTime,
     Session,
     StudentRaised,

@@ -1,6 +1,6 @@
 r"""The exercises inside the trained models: :func:`in_model`.
 
-The student's function is swapped into a shipped model through :mod:`attnlab.parts` (the
+The student's function is swapped into a shipped model through :mod:`attnlab.guard.parts` (the
 one way the library swaps a function in), guarded by the check's session (state put back, a
 time budget, prints captured), and the model decodes :data:`IN_MODEL_DATES` held-out dates in
 one padded batch; the result is compared with the library's own decoding (computed once per
@@ -18,8 +18,6 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
-from attnlab import parts
-from attnlab.checkpoints import load
 from attnlab.checks.exercises import BODIES, self_attention
 from attnlab.checks.harness import (
     DEVICE,
@@ -29,9 +27,9 @@ from attnlab.checks.harness import (
     run_check,
     session,
 )
-from attnlab.data import dates
 from attnlab.decode import greedy
-from attnlab.sandbox import (
+from attnlab.guard import parts
+from attnlab.guard.sandbox import (
     OutOfTime,
     StudentRaised,
     describe,
@@ -39,6 +37,8 @@ from attnlab.sandbox import (
     library_in_place,
     where,
 )
+from attnlab.text.tasks import dates
+from attnlab.training.checkpoints import load
 
 __all__ = [
     "IN_MODEL",
@@ -186,7 +186,7 @@ def _student_block(student: _Student) -> Callable[[Callable], Callable]:
     return make
 
 
-#: exercise -> the part of the model (attnlab.parts) its function is swapped in for.
+#: exercise -> the part of the model (attnlab.guard.parts) its function is swapped in for.
 PART = {
     "dot_score": "score",
     "general_score": "score",

@@ -18,8 +18,8 @@ from torch import Tensor
 from attnlab.checks.harness import CheckResult, Failure, run_check, solutions_mode
 from attnlab.checks.inside_models import reference_model
 from attnlab.decode import greedy
-from attnlab.path_lengths import longest_path
-from attnlab.sandbox import library_in_place
+from attnlab.experiments.path_lengths import longest_path
+from attnlab.guard.sandbox import library_in_place
 
 __all__ = [
     "PAD_DATE",

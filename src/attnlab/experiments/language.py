@@ -38,12 +38,12 @@ import numpy as np
 import torch
 
 import attnlab
-from attnlab.checkpoints import CHECKPOINT_DIR
-from attnlab.corpus import load_corpus
-from attnlab.data import JOINER, UNK, tokenize
 from attnlab.decode import decode
-from attnlab.evaluate import Dictionary, copy_baseline, score, signatures, translate_all
-from attnlab.io import write_atomic
+from attnlab.files import RESULTS_DIR, write_atomic
+from attnlab.text.corpus import load_corpus
+from attnlab.text.vocab import JOINER, UNK, tokenize
+from attnlab.training.checkpoints import CHECKPOINT_DIR
+from attnlab.training.evaluate import Dictionary, copy_baseline, score, signatures, translate_all
 
 __all__ = [
     "MODELS",
@@ -60,7 +60,7 @@ __all__ = [
     "word_order_example",
 ]
 
-RESULTS_FILE = Path(__file__).resolve().parent.parent / "results" / "language.json"
+RESULTS_FILE = RESULTS_DIR / "language.json"
 
 #: The shipped word models -> the language they translate English into.
 MODELS = {
@@ -223,7 +223,7 @@ def verb_final_example(model=None, pairs=None) -> dict:
 
 def rare_words(model=None, pairs=None) -> dict:
     """How the EN->DE Transformer writes words it could not learn whole, over the test split:
-    compounds written in parts (an output token ending in "@@", :mod:`attnlab.compounds`)
+    compounds written in parts (an output token ending in "@@", :mod:`attnlab.text.compounds`)
     and <unk> written, then looked up where alpha points (``Decoding.copied``).  Counts each
     (and how often the word it gave is in the reference), and keeps as the example the
     shortest string of two or more English words translated right word for word whose

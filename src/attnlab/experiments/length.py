@@ -13,7 +13,7 @@ with length while RNNsearch's holds up; our toy task shows the same shape.
 The models are the checkpoints ``rnnenc-reverse``, ``rnnsearch-reverse`` and the variants
 trained on 5-30 digits only, ``rnnenc-reverse-30`` and ``rnnsearch-reverse-30``; the shipped
 results are ``src/attnlab/results/length.json``, read by :func:`load_results`
-(``attnlab.deck_pictures.length_curves`` draws them).  Without ``--replace-shipped`` nothing shipped
+(``attnlab.pictures.plots.length_curves`` draws them).  Without ``--replace-shipped`` nothing shipped
 is written: the checkpoints go to ``--checkpoints DIR`` (default
 :func:`attnlab.cli.default_out_dir`), the results to ``--out FILE`` (default
 ``results/length.json`` beside that folder).
@@ -29,8 +29,6 @@ from pathlib import Path
 import torch
 
 import attnlab
-from attnlab.batches import evaluate
-from attnlab.checkpoints import CHECKPOINT_DIR
 from attnlab.cli import (
     OutputError,
     check_writable,
@@ -39,11 +37,13 @@ from attnlab.cli import (
     path_arg,
     train_and_save,
 )
-from attnlab.data import reverse
-from attnlab.io import write_atomic
-from attnlab.recipes import default_configs
+from attnlab.files import RESULTS_DIR, write_atomic
+from attnlab.text.tasks import reverse
+from attnlab.training.batches import evaluate
+from attnlab.training.checkpoints import CHECKPOINT_DIR
+from attnlab.training.config import default_configs
 
-RESULTS_FILE = Path(__file__).resolve().parent.parent / "results" / "length.json"
+RESULTS_FILE = RESULTS_DIR / "length.json"
 
 #: Input-length bins [lo, hi] (both included).
 BINS = [[5, 10], [11, 20], [21, 30], [31, 40], [41, 50], [51, 60]]

@@ -11,7 +11,7 @@ Every widget is an ``ipywidgets.VBox`` that displays itself; see each class for 
 attributes that code and tests use.  Each renders its pictures when it is built, one per
 value of its controls, into Stacks that the controls pick in the browser (``jslink``, see
 :mod:`attnlab.widgets._frames`): a control moves the picture without a kernel round trip,
-and in an exported page without any kernel.  Type sizes come from ``attnlab.typography.TYPE``.
+and in an exported page without any kernel.  Type sizes come from ``attnlab.pictures.typography.TYPE``.
 """
 
 from .decode_stepper import DecodeStepper

@@ -1,7 +1,7 @@
 """What every attnlab widget shares: a message line, a picture, a stable text form.
 
 Each widget is an ``ipywidgets.VBox``.  Its picture is a PNG in an ``ipywidgets.Image``
-(drawn by :mod:`attnlab.canvas`), never a pyplot figure in an Output area, so that
+(drawn by :mod:`attnlab.pictures.canvas`), never a pyplot figure in an Output area, so that
 
 * a live kernel updates it in a few milliseconds,
 * a notebook saved without a kernel (nbconvert HTML, GitHub) still shows the last picture:
@@ -23,8 +23,8 @@ import ipywidgets as widgets
 import torch
 
 from attnlab import load
-from attnlab.sandbox import describe
-from attnlab.typography import TYPE
+from attnlab.guard.sandbox import describe
+from attnlab.pictures.typography import TYPE
 
 __all__ = ["BaseWidget", "short", "load_model", "one_thread", "readable"]
 
@@ -93,7 +93,7 @@ class BaseWidget(widgets.VBox):
         """Run ``action``; on bad input show its message instead of raising.
 
         Returns True when the action succeeded (then ``self.note``, if set, is shown and
-        cleared).  ValueError (attnlab.data.InvalidInput is one) carries a message written for
+        cleared).  ValueError (attnlab.text.vocab.InvalidInput is one) carries a message written for
         students; anything else, any ``BaseException`` (a student's ``SystemExit`` included),
         is reported in one line, so that the slide never shows a traceback and nothing reaches
         ipykernel (which a ``SystemExit`` in a comm handler would end).  A KeyboardInterrupt

@@ -22,8 +22,8 @@ kernel, and what the widget reports is what the frame shows.
 
 ``score=`` swaps any function (query (B, m, d_q), keys (B, n, d_k)) -> scores (B, m, n) in
 for the RNNSearch model's trained score while it decodes (the model is restored after): an
-edit-me cell of the deck.  It is swapped in through :mod:`attnlab.parts` and guarded by
-:mod:`attnlab.sandbox` (a time budget; what it changes is put back): whatever goes wrong,
+edit-me cell of the deck.  It is swapped in through :mod:`attnlab.guard.parts` and guarded by
+:mod:`attnlab.guard.sandbox` (a time budget; what it changes is put back): whatever goes wrong,
 ``SystemExit`` included, is a message inside the widget.
 """
 
@@ -38,13 +38,14 @@ import ipywidgets as widgets
 import numpy as np
 import torch
 
-from attnlab import checkpoints, parts
-from attnlab.canvas import cache_background, png_bytes, restore_background, slide_figure
-from attnlab.data import UNK
 from attnlab.decode import Decoding, decode
-from attnlab.heatmaps import Heatmap, heatmap_room
-from attnlab.sandbox import OutOfTime, Session, StudentRaised, describe, kind_problem
-from attnlab.typography import TYPE, literal
+from attnlab.guard import parts
+from attnlab.guard.sandbox import OutOfTime, Session, StudentRaised, describe, kind_problem
+from attnlab.pictures.canvas import cache_background, png_bytes, restore_background, slide_figure
+from attnlab.pictures.heatmaps import Heatmap, heatmap_room
+from attnlab.pictures.typography import TYPE, literal
+from attnlab.text.vocab import UNK
+from attnlab.training import checkpoints
 
 from ._base import BaseWidget, load_model, one_thread, readable, short
 from ._frames import FrameGrid
@@ -407,7 +408,7 @@ class DecodeStepper(BaseWidget):
     def decode(self) -> None:
         """Decode ``text.value`` with the model and render one frame per step.
 
-        Bad text raises attnlab.data.InvalidInput (a ValueError) before anything changes,
+        Bad text raises attnlab.text.vocab.InvalidInput (a ValueError) before anything changes,
         so the widget keeps showing the last good decoding (``guard`` shows the message).
         """
         if self.model is None:
@@ -445,7 +446,7 @@ class DecodeStepper(BaseWidget):
     def _decode(self, text: str) -> Decoding:
         if self.score is None:
             return decode(self.model, text)
-        # The student's score, swapped in (attnlab.parts) for this decoding only and guarded:
+        # The student's score, swapped in (attnlab.guard.parts) for this decoding only and guarded:
         # what it changes in the library or the model is put back, and it runs on a budget.
         session = Session(shared=((self.model_chooser.value, self.model),))
         score = checked_score(self.score, session)

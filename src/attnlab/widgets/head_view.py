@@ -17,11 +17,11 @@ import warnings
 import ipywidgets as widgets
 import numpy as np
 
-from attnlab import checkpoints
-from attnlab.canvas import png_bytes, slide_figure
-from attnlab.data import UNK
-from attnlab.heatmaps import Heatmap, heatmap_room
-from attnlab.typography import TYPE, literal
+from attnlab.pictures.canvas import png_bytes, slide_figure
+from attnlab.pictures.heatmaps import Heatmap, heatmap_room
+from attnlab.pictures.typography import TYPE, literal
+from attnlab.text.vocab import UNK
+from attnlab.training import checkpoints
 
 from ._base import BaseWidget, load_model, one_thread, short
 from ._frames import FrameGrid

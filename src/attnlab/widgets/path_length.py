@@ -1,7 +1,7 @@
 r"""PathLengthExplorer: the dependency graphs of an RNN, CNNs and self-attention, one above another.
 
 Sliders for the sequence length n and the kernel size k.  Each panel draws one graph from
-:mod:`attnlab.path_lengths` (inputs at the bottom, outputs at the top) with the shortest path from
+:mod:`attnlab.experiments.path_lengths` (inputs at the bottom, outputs at the top) with the shortest path from
 input 1 to output n in red; the table beside it gives that path's length as counted (BFS), the
 exact count's formula with its value (always the counted number: n, ceil((n-1)/(k-1)),
 ceil(log_k n), 1), and, apart, the order Vaswani et al.'s Table 1 gives (O(n), O(n/k),
@@ -23,8 +23,8 @@ import numpy as np
 from matplotlib.collections import LineCollection
 from PIL import Image
 
-from attnlab import path_lengths as paths
-from attnlab.canvas import cache_background, png_bytes, restore_background, slide_figure
+from attnlab.experiments import path_lengths as paths
+from attnlab.pictures.canvas import cache_background, png_bytes, restore_background, slide_figure
 
 from ._base import BaseWidget, readable
 from ._frames import FrameGrid
@@ -127,7 +127,7 @@ class PathLengthExplorer(BaseWidget):
       :data:`K_VALUES`): the controls;
     * ``grids``: kind -> the FrameGrid of its panel; ``tables``: the FrameGrid of the table;
       each frame's ``data`` holds what it shows;
-    * from the frame the sliders select: ``graphs``: kind -> :class:`attnlab.path_lengths.Graph`;
+    * from the frame the sliders select: ``graphs``: kind -> :class:`attnlab.experiments.path_lengths.Graph`;
       ``paths``: kind -> the highlighted path, a list of (layer, position) nodes;
       ``lengths``: kind -> edges on it (counted); ``exact``: kind -> (formula, value), the
       value always the counted length; ``orders``: kind -> Table 1's order ("O(n/k)");

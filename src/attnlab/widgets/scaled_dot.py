@@ -29,9 +29,9 @@ import numpy as np
 import torch
 
 from attnlab.attention import causal_mask, dot_score, masked_softmax, scaled_dot_score
-from attnlab.canvas import cache_background, png_bytes, restore_background, slide_figure
-from attnlab.heatmaps import Heatmap
-from attnlab.typography import literal
+from attnlab.pictures.canvas import cache_background, png_bytes, restore_background, slide_figure
+from attnlab.pictures.heatmaps import Heatmap
+from attnlab.pictures.typography import literal
 
 from ._base import BaseWidget, load_model, one_thread
 from ._frames import FrameGrid

@@ -21,10 +21,10 @@ from __future__ import annotations
 import ipywidgets as widgets
 import numpy as np
 
-from attnlab.canvas import png_bytes, slide_figure
 from attnlab.decode import decode
-from attnlab.heatmaps import Heatmap, heatmap_room
-from attnlab.typography import TYPE, literal
+from attnlab.pictures.canvas import png_bytes, slide_figure
+from attnlab.pictures.heatmaps import Heatmap, heatmap_room
+from attnlab.pictures.typography import TYPE, literal
 
 from ._base import BaseWidget, load_model, one_thread, short
 from ._frames import FrameGrid

@@ -50,10 +50,10 @@ from torch import Tensor, nn
 
 import attnlab.attention
 import attnlab.decode
-import attnlab.models
-import attnlab.parts
-import attnlab.seq2seq
-import attnlab.transformer
+import attnlab.guard.parts
+import attnlab.models.base
+import attnlab.models.rnn
+import attnlab.models.transformer
 
 __all__ = [
     "CALL_BUDGET_S",
@@ -278,11 +278,11 @@ def _library_owners() -> list[object]:
     """The library's modules whose attributes the models read, and the classes they define."""
     modules = [
         attnlab.attention,
-        attnlab.seq2seq,
-        attnlab.transformer,
-        attnlab.models,
+        attnlab.models.rnn,
+        attnlab.models.transformer,
+        attnlab.models.base,
         attnlab.decode,
-        attnlab.parts,
+        attnlab.guard.parts,
     ]
     classes = [
         value
@@ -328,7 +328,7 @@ def _put(owner: object, name: str, value: object) -> None:
         setattr(owner, name, value)
 
 
-#: The library's attributes as imported (captured when attnlab.sandbox is first imported; the
+#: The library's attributes as imported (captured when attnlab.guard.sandbox is first imported; the
 #: functions of attnlab.attention as defined, even if the user replaced one before that).
 LIBRARY = _Attributes(_library_owners(), strict=True)
 dict(LIBRARY.saved)[attnlab.attention].update(attnlab.attention.AS_DEFINED)

@@ -1,6 +1,6 @@
 """Examples as tensors: padded (source, target) ids, batches of them, and the held-out score.
 
->>> from attnlab.data import get_task
+>>> from attnlab.text.vocab import get_task
 >>> t = get_task("dates")
 >>> encode_pairs([("3 May 1979", "1979-05-03")], t.src_vocab, t.tgt_vocab)["src"].shape
 torch.Size([1, 11])
@@ -11,9 +11,9 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from attnlab.data import Vocab, normalise
 from attnlab.decode import greedy
-from attnlab.models import Seq2SeqModel
+from attnlab.models.base import Seq2SeqModel
+from attnlab.text.vocab import Vocab, normalise
 
 __all__ = ["encode_pairs", "evaluate", "padded", "take"]
 

@@ -1,6 +1,6 @@
 """Small drawing primitives for the lecture's diagrams: boxes, nodes, arrows, a canvas.
 
-Every picture in ``pics/`` is drawn from these few pieces by :mod:`attnlab.figures`.
+Every picture in ``pics/`` is drawn from these few pieces by :mod:`attnlab.pictures.figures`.
 A diagram lives on one axes in *data units* with an equal aspect ratio, so a box of
 width 2 and height 1 really is twice as wide as it is tall, and one unit is the same
 length in x and y.  :func:`canvas` sizes the figure from the data limits, so nothing is

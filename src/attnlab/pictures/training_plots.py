@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from attnlab.canvas import new_figure, png_bytes
-from attnlab.typography import TYPE, literal
+from attnlab.pictures.canvas import new_figure, png_bytes
+from attnlab.pictures.typography import TYPE, literal
 
 __all__ = ["TrainingPlot", "LivePlot"]
 

@@ -1,6 +1,6 @@
 """Pictures only the deck shows: the length experiment, GRU against self-attention timings,
-the Transformer's head grid and the causal mask (drawn for :mod:`attnlab.lecture` and
-:mod:`attnlab.figures`).
+the Transformer's head grid and the causal mask (drawn for :mod:`attnlab.lecture.demos` and
+:mod:`attnlab.pictures.figures`).
 """
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.ticker import NullLocator
 
-from attnlab.canvas import new_figure, slide_figure
-from attnlab.heatmaps import still_heatmap
-from attnlab.typography import TYPE, literal
+from attnlab.pictures.canvas import new_figure, slide_figure
+from attnlab.pictures.heatmaps import still_heatmap
+from attnlab.pictures.typography import TYPE, literal
 
 __all__ = ["length_curves", "length_figure", "timings", "head_grid", "mask_and_weights"]
 

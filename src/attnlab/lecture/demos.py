@@ -2,7 +2,7 @@
 
 Each helper returns something that displays itself (an HTML table, highlighted source, a
 picture) with a stable text form, so that nbval can compare the stored outputs.  Pictures are
-drawn through :mod:`attnlab.canvas` (Agg canvases, no pyplot) with the lecture's type sizes.
+drawn through :mod:`attnlab.pictures.canvas` (Agg canvases, no pyplot) with the lecture's type sizes.
 """
 
 from __future__ import annotations
@@ -25,16 +25,19 @@ from pygments.formatters import HtmlFormatter
 from pygments.lexers import PythonLexer
 from torch.utils.flop_counter import FlopCounterMode
 
-from . import attention as A
-from . import canvas, deck_pictures, heatmaps, load
-from .batches import encode_pairs, evaluate, take
-from .checkpoints import CHECKPOINT_DIR, available, read_card
-from .data import get_task, tokenize
-from .decode import decode, greedy
-from .experiments.language import load_results
-from .io import write_atomic
-from .recipes import default_configs, new_model
-from .typography import TYPE
+from attnlab import attention as A
+from attnlab import load
+from attnlab.decode import decode, greedy
+from attnlab.experiments.language import load_results
+from attnlab.files import RESULTS_DIR, write_atomic
+from attnlab.pictures import canvas, heatmaps
+from attnlab.pictures import plots as deck_pictures
+from attnlab.pictures.typography import TYPE
+from attnlab.text.tasks import get_task
+from attnlab.text.vocab import tokenize
+from attnlab.training.batches import encode_pairs, evaluate, take
+from attnlab.training.checkpoints import CHECKPOINT_DIR, available, read_card
+from attnlab.training.config import default_configs, new_model
 
 __all__ = [
     "Table",
@@ -313,7 +316,7 @@ def plot_timings(timings: dict[str, list[float]]) -> Picture:
 # --------------------------------------------------------------------------- pictures
 #: The widest a picture is drawn (px at 100 dpi): narrower than the output area of both the
 #: RISE slideshow and the offline export at 1280x720, so it is shown at its own size and
-#: its type at the size :mod:`attnlab.typography` sets.
+#: its type at the size :mod:`attnlab.pictures.typography` sets.
 MAX_WIDTH_PX = 960
 #: The smallest cell of a heatmap of words (px on the slide).
 CELL_PX = 44
@@ -841,10 +844,10 @@ def alpha_and_occlusion(example: dict, agreement: float) -> Picture:
 
 
 # --------------------------------------------------------------------------- cached measurements
-#: The deck's slow measurements (seconds each), measured by ``python -m attnlab.lecture`` and
+#: The deck's slow measurements (seconds each), measured by ``python -m attnlab.lecture.demos`` and
 #: read by the deck, so that Run-All stays within its 20 s; tests/test_lecture.py checks that
 #: they are what the functions above measure now.
-MEASUREMENTS_FILE = Path(__file__).resolve().parent / "results" / "deck.json"
+MEASUREMENTS_FILE = RESULTS_DIR / "deck.json"
 COMPARED = ("rnnencdec", "rnnsearch")  # the length experiment's two designs
 HEAD_STUDY = {"model": "transformer-dates", "n": 200}
 
@@ -866,7 +869,9 @@ def measurements(path: Path | str | None = None) -> dict:
     try:
         return json.loads(path.read_text())
     except FileNotFoundError:
-        raise FileNotFoundError(f"{path} is missing: run `python -m attnlab.lecture`") from None
+        raise FileNotFoundError(
+            f"{path} is missing: run `python -m attnlab.lecture.demos`"
+        ) from None
 
 
 def equal_compute(cached: dict | None = None) -> Table:
@@ -902,7 +907,7 @@ def heads_measured(cached: dict | None = None) -> Table:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m attnlab.lecture", description="Measure what the deck shows (cached)."
+        prog="python -m attnlab.lecture.demos", description="Measure what the deck shows (cached)."
     )
     parser.add_argument("--out", type=Path, default=MEASUREMENTS_FILE, help="the JSON file")
     args = parser.parse_args(argv)

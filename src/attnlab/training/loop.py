@@ -5,12 +5,12 @@ on a busy machine as on an idle one: a fixed seed, a fixed number of threads (1)
 gradient clipping, the held-out exact match measured every ``eval_every`` steps, and an
 early stop as soon as it reaches ``target`` (or at ``max_steps``).
 
-    >>> from attnlab.train import fit
+    >>> from attnlab.training.loop import fit
     >>> model, history = fit("rnnsearch", "dates", target=0.99)   # ~5 s on 2 cores
 
 In a notebook ``fit`` draws the loss and held-out accuracy live, updating one picture in
 place; elsewhere it shows a tqdm bar (``progress=True``) or nothing.  The recipes are in
-:mod:`attnlab.recipes`, the tensors and the held-out score in :mod:`attnlab.batches`, and
+:mod:`attnlab.training.config`, the tensors and the held-out score in :mod:`attnlab.training.batches`, and
 the command line that saves checkpoints (``python -m attnlab.cli``) in :mod:`attnlab.cli`.
 """
 
@@ -24,11 +24,11 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm  # its notebook bar in a kernel, its terminal bar elsewhere
 
-from attnlab.batches import encode_pairs, evaluate, take
-from attnlab.data import Task, get_task
-from attnlab.models import Seq2SeqModel
-from attnlab.recipes import VALID_SEED_OFFSET, TrainConfig, default_configs, new_model
-from attnlab.training_plots import LivePlot
+from attnlab.models.base import Seq2SeqModel
+from attnlab.pictures.training_plots import LivePlot
+from attnlab.text.tasks import Task, get_task
+from attnlab.training.batches import encode_pairs, evaluate, take
+from attnlab.training.config import VALID_SEED_OFFSET, TrainConfig, default_configs, new_model
 
 __all__ = ["TrainConfig", "default_configs", "encode_pairs", "evaluate", "fit", "train_step"]
 
@@ -45,7 +45,7 @@ def fit(
     config: TrainConfig | None = None,
     target_accuracy: float | None = None,
 ) -> tuple[Seq2SeqModel, dict]:
-    """Train ``model`` (a kind of :data:`attnlab.registry.MODEL_KINDS` or a model) on
+    """Train ``model`` (a kind of :data:`attnlab.models.registry.MODEL_KINDS` or a model) on
     ``task`` until held-out exact match >= target.
 
     ``target`` (or its long name ``target_accuracy``), ``max_steps`` and ``seed`` override

@@ -1,10 +1,10 @@
 """The one registry of model kinds: ``"rnnencdec"``, ``"rnnsearch"``, ``"transformer"``.
 
-Loading (:mod:`attnlab.checkpoints`) and training (:mod:`attnlab.train`, :mod:`attnlab.cli`) build models through
+Loading (:mod:`attnlab.training.checkpoints`) and training (:mod:`attnlab.training.loop`, :mod:`attnlab.cli`) build models through
 :func:`build_model`; the training CLI's ``--model`` takes these names.  (Checkpoint *file*
 names such as ``rnnenc-dates`` are names of files, not kinds.)
 
-    >>> from attnlab.data import get_task
+    >>> from attnlab.text.vocab import get_task
     >>> task = get_task("dates")
     >>> build_model("rnnsearch", task.src_vocab, task.tgt_vocab).kind
     'rnnsearch'
@@ -14,10 +14,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from attnlab.data import Vocab
-from attnlab.models import Seq2SeqModel
-from attnlab.seq2seq import RNNConfig, RNNEncDec, RNNSearch
-from attnlab.transformer import Transformer, TransformerConfig
+from attnlab.models.base import Seq2SeqModel
+from attnlab.models.rnn import RNNConfig, RNNEncDec, RNNSearch
+from attnlab.models.transformer import Transformer, TransformerConfig
+from attnlab.text.vocab import Vocab
 
 __all__ = ["ModelKind", "MODEL_KINDS", "build_model", "check_kind"]
 

@@ -18,7 +18,7 @@ from matplotlib.figure import Figure
 from PIL import Image
 from PIL.PngImagePlugin import PngInfo
 
-from attnlab.typography import RECORD_KEY, TYPE, TypeSizes, picture_record
+from attnlab.pictures.typography import RECORD_KEY, TYPE, TypeSizes, picture_record
 
 __all__ = ["new_figure", "slide_figure", "png_bytes", "cache_background", "restore_background"]
 
@@ -48,7 +48,7 @@ def png_bytes(fig: Figure, draw: bool = False, palette: bool = False) -> bytes:
     Fast PNG settings: the buffer is already rendered, PIL only compresses it lightly
     (zlib level 1 with run-length encoding, which suits flat-coloured plots).  ``palette``:
     256 colours and zlib level 6, about 4x smaller (for frames an exported page embeds).
-    The PNG carries :func:`attnlab.typography.picture_record` (its smallest text, the labels of
+    The PNG carries :func:`attnlab.pictures.typography.picture_record` (its smallest text, the labels of
     its heatmaps) in a text chunk ``RECORD_KEY``: the browser tests read it on the slides.
     """
     canvas = fig.canvas

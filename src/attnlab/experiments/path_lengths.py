@@ -22,7 +22,7 @@ ceil((n-1)/(k-1)) contiguous layers, or ceil(log_k n) dilated layers, WaveNet-st
 Nodes are ``(layer, position)`` pairs with positions 0..n-1 (position 1..n in the text).
 :func:`causal_conv_graph` builds a stack of causal convolutions with any dilations and
 :func:`reach` finds every node an output depends on (the WaveNet picture of
-:mod:`attnlab.figures` uses both): the one implementation of these graphs.
+:mod:`attnlab.pictures.figures` uses both): the one implementation of these graphs.
 """
 
 from __future__ import annotations

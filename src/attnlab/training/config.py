@@ -4,7 +4,7 @@
     >>> train_cfg.max_steps, train_cfg.target
     (3000, 0.995)
 
-Model kinds are the keys of :data:`attnlab.registry.MODEL_KINDS`; :data:`SHIPPED_RECIPES`
+Model kinds are the keys of :data:`attnlab.models.registry.MODEL_KINDS`; :data:`SHIPPED_RECIPES`
 maps each shipped checkpoint's file name to the (kind, task) it is trained as.
 """
 
@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from attnlab.data import Task, get_task
-from attnlab.models import Seq2SeqModel
-from attnlab.registry import build_model, check_kind
-from attnlab.seq2seq import RNNConfig
-from attnlab.transformer import TransformerConfig
+from attnlab.models.base import Seq2SeqModel
+from attnlab.models.registry import build_model, check_kind
+from attnlab.models.rnn import RNNConfig
+from attnlab.models.transformer import TransformerConfig
+from attnlab.text.tasks import Task, get_task
 
 __all__ = [
     "LANGUAGE_RECIPES",
@@ -148,7 +148,7 @@ def checkpoint_name(kind: str, task: str) -> str:
 # --------------------------------------------------------------------------- real language
 @dataclass(frozen=True)
 class LanguageRecipe:
-    """How a word-level model on real language (:mod:`attnlab.corpus`) is trained.
+    """How a word-level model on real language (:mod:`attnlab.text.corpus`) is trained.
 
     A step budget on ``threads`` threads; the dev split's chrF is measured every
     ``eval_every`` steps and the best weights are kept (early stopping).  Besides the
@@ -157,7 +157,7 @@ class LanguageRecipe:
     an unknown word is).
     """
 
-    kind: str  # a key of attnlab.registry.MODEL_KINDS
+    kind: str  # a key of attnlab.models.registry.MODEL_KINDS
     lang: str  # "fr" or "de": English -> this
     config: dict  # the model config's fields (RNNConfig / TransformerConfig)
     lr: float
@@ -175,13 +175,13 @@ class LanguageRecipe:
     lexicon_min: int = 2
     tgt_min_count: int = 1
     # German: split the targets' compounds into parts the model can write one by one
-    # ("datenträger@@ details"; attnlab.compounds), joined again when the output is read.
+    # ("datenträger@@ details"; attnlab.text.compounds), joined again when the output is read.
     split_compounds: bool = False
     # Keep the mean of the weights at the last this-many measurements when its dev chrF is
     # higher than the best single one's (Vaswani et al. average their last 5 checkpoints).
     average_last: int = 0
     # Learn to write <unk> where a word the model cannot read is copied (the attention
-    # models: decoding copies the source word alpha weighs most; attnlab.translation).
+    # models: decoding copies the source word alpha weighs most; attnlab.training.translation).
     copy_unknown: bool = True
     seed: int = 0
     # Both cores: `make train` trains one model at a time, and at this size (a softmax over
@@ -231,7 +231,7 @@ LANGUAGE_RECIPES: dict[str, LanguageRecipe] = {
     "transformer-en-fr": LanguageRecipe(
         "transformer", "fr", _TRANSFORMER, max_steps=3000, **_TRANSFORMER_TRAINING
     ),
-    # German compounds are split into parts ("datenträger@@ details", attnlab.compounds).
+    # German compounds are split into parts ("datenträger@@ details", attnlab.text.compounds).
     "transformer-en-de": LanguageRecipe(
         "transformer",
         "de",

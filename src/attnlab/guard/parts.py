@@ -19,7 +19,7 @@ puts the library's back afterwards, whatever happens inside; ``make(original)`` 
 replacement from what it replaces (so a student's score can be handed the trained weights of
 the score it replaces).  The exercises' in-model checks and the DecodeStepper's ``score=``
 both swap through it.  It only swaps: guarding the student's code (a time budget, state put
-back) is :mod:`attnlab.sandbox`'s job.
+back) is :mod:`attnlab.guard.sandbox`'s job.
 """
 
 from __future__ import annotations

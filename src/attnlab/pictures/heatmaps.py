@@ -20,7 +20,7 @@ from matplotlib.colors import Normalize
 from matplotlib.patches import Rectangle
 from matplotlib.text import Text
 
-from attnlab.typography import TYPE, TypeSizes, literal
+from attnlab.pictures.typography import TYPE, TypeSizes, literal
 
 __all__ = [
     "Heatmap",

@@ -33,9 +33,9 @@ import torch
 from torch import Tensor, nn
 
 from attnlab.attention import MultiHeadAttention, causal_mask, padding_mask, positional_encoding
-from attnlab.data import EOS, Vocab
 from attnlab.decode import decode as decode_text
-from attnlab.models import Seq2SeqModel, State, StepOutput
+from attnlab.models.base import Seq2SeqModel, State, StepOutput
+from attnlab.text.vocab import EOS, Vocab
 
 __all__ = ["TransformerConfig", "Transformer", "EncoderLayer", "DecoderLayer"]
 
@@ -121,7 +121,7 @@ class Transformer(Seq2SeqModel):
         """src (B, n) -> memory (B, n, d), src_mask (B, 1, n)."""
         src_mask = padding_mask(src_len, src.shape[1])[:, None, :]  # (B, 1, n)
         x = self._embed(self.src_emb, src)
-        for layer in self.encoder_layers:  # each block a replaceable part (attnlab.parts)
+        for layer in self.encoder_layers:  # each block a replaceable part (attnlab.guard.parts)
             x = layer(x, src_mask)
         return self.enc_ln(x), src_mask
 

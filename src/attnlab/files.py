@@ -1,4 +1,4 @@
-"""Files written whole or not at all: :func:`write_atomic`.
+"""Files: the package's own folders, and files written whole or not at all (:func:`write_atomic`).
 
 Everything the package writes (checkpoints, results, notebooks, reports) goes through it, so a
 reader never sees half a file and a failure leaves the old file as it was.
@@ -10,7 +10,11 @@ import os
 import secrets
 from pathlib import Path
 
-__all__ = ["write_atomic"]
+__all__ = ["CHECKPOINT_DIR", "RESULTS_DIR", "write_atomic"]
+
+# What the installed package owns: the shipped checkpoints and the cached results.
+CHECKPOINT_DIR = Path(__file__).resolve().parent / "checkpoints"
+RESULTS_DIR = Path(__file__).resolve().parent / "results"
 
 
 def write_atomic(path: Path | str, data: bytes | str) -> None:

@@ -1,4 +1,4 @@
-r"""Every picture in ``pics/``, drawn by code: ``python -m attnlab.figures --out DIR``.
+r"""Every picture in ``pics/``, drawn by code: ``python -m attnlab.pictures.figures --out DIR``.
 
 One function per picture, each returning a :class:`matplotlib.figure.Figure` (no pyplot,
 so nothing is left open):
@@ -33,10 +33,10 @@ from matplotlib import patches
 from matplotlib.collections import LineCollection
 from matplotlib.figure import Figure
 
-from attnlab import deck_pictures, path_lengths
-from attnlab.diagrams import OKABE_ITO as C
-from attnlab.diagrams import Box, arrow, box, canvas, node, path_arrow, text, tint
-from attnlab.experiments import length
+from attnlab.experiments import length, path_lengths
+from attnlab.pictures import plots as deck_pictures
+from attnlab.pictures.diagrams import OKABE_ITO as C
+from attnlab.pictures.diagrams import Box, arrow, box, canvas, node, path_arrow, text, tint
 
 __all__ = [
     "FIGURES",
@@ -328,7 +328,7 @@ def causal_conv_reach(dilations: Sequence[int], n: int) -> set[tuple[int, int]]:
     Kernel 2, dilation ``d_l`` at layer ``l``: node (l, t) reads (l - 1, t) and
     (l - 1, t - d_l), never the future.  Layer 0 holds the ``n`` inputs, layer
     ``len(dilations)`` the outputs.  The inputs reached are the last ``1 + sum(d_l)``
-    (at most ``n``): the receptive field.  Counted on :mod:`attnlab.path_lengths`' graph.
+    (at most ``n``): the receptive field.  Counted on :mod:`attnlab.experiments.path_lengths`' graph.
     """
     return path_lengths.reach(path_lengths.causal_conv_graph(n, 2, dilations))
 
@@ -811,7 +811,7 @@ def seq2seq_attention_length(results: dict | None = None) -> Figure:
     """Our length experiment: exact match against input length, the four models of the seed.
 
     With and without attention, trained on lengths up to 60 and up to 30, drawn by
-    :func:`attnlab.deck_pictures.length_figure`.  ``results`` defaults to
+    :func:`attnlab.pictures.plots.length_figure`.  ``results`` defaults to
     :func:`attnlab.experiments.length.load_results` (the stored results in
     ``src/attnlab/results/``); raises :class:`FigureUnavailable` when they are missing or
     damaged.
@@ -878,9 +878,9 @@ def write_all(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m attnlab.figures --out DIR [--only NAME ...]``; exit status 1 if any was skipped."""
+    """``python -m attnlab.pictures.figures --out DIR [--only NAME ...]``; exit status 1 if any was skipped."""
     parser = argparse.ArgumentParser(
-        prog="python -m attnlab.figures",
+        prog="python -m attnlab.pictures.figures",
         description="Draw the lecture's pictures (pics/*.png) with matplotlib.",
     )
     parser.add_argument("--out", type=Path, default=Path("pics"), help="folder (default: pics)")

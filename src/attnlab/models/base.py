@@ -21,8 +21,8 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
-from attnlab.data import EOS, InvalidInput, Vocab, normalise, unknown_message
 from attnlab.decode import decode
+from attnlab.text.vocab import EOS, InvalidInput, Vocab, normalise, unknown_message
 
 __all__ = ["State", "StepOutput", "Seq2SeqModel"]
 
@@ -53,7 +53,7 @@ class Seq2SeqModel(nn.Module):
         super().__init__()
         self.src_vocab, self.tgt_vocab = src_vocab, tgt_vocab
         self.max_src_len, self.max_tgt_len = max_src_len, max_tgt_len
-        self.card: dict | None = None  # the JSON card, set by attnlab.checkpoints on load
+        self.card: dict | None = None  # the JSON card, set by attnlab.training.checkpoints on load
         # A word model's rare English words (read as <unk>) -> their translations: what an
         # <unk> it writes becomes (attnlab.decode.copy_unknown); from the card on load.
         self.unk_lexicon: dict[str, str] = {}

@@ -1,6 +1,6 @@
 r"""Scoring translations of the real-language corpus: sacrebleu's BLEU and chrF, two baselines.
 
-    >>> from attnlab.evaluate import score, copy_baseline, Dictionary
+    >>> from attnlab.training.evaluate import score, copy_baseline, Dictionary
     >>> score(["fermer tous les onglets"], ["Fermer tous les onglets"])["bleu"]
     100.0
 
@@ -19,9 +19,9 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 
-from attnlab.data import detokenize, tokenize
 from attnlab.decode import translate_batch
-from attnlab.models import Seq2SeqModel
+from attnlab.models.base import Seq2SeqModel
+from attnlab.text.vocab import detokenize, tokenize
 
 __all__ = ["Dictionary", "copy_baseline", "score", "signatures", "translate_all"]
 

@@ -24,7 +24,7 @@ card again once.  Every file is written to a temporary file in the same folder a
 after any failure or Ctrl+C the temporary files are removed and the old pair is untouched.
 
 **Bounded.** :func:`load` refuses a card over 1 MB or weights over 64 MB before parsing them,
-checks every field of the card (kind known to :mod:`attnlab.registry`, config values of the
+checks every field of the card (kind known to :mod:`attnlab.models.registry`, config values of the
 right type within bounds, vocabularies of distinct single characters) before building any
 tensor, builds the model on torch's ``meta`` device first to compare its shapes with the
 weights file's header, and only then allocates it.
@@ -52,9 +52,9 @@ from safetensors.torch import load as load_tensors
 from safetensors.torch import save as save_tensors
 
 from attnlab.attention import SCORES
-from attnlab.data import Vocab
-from attnlab.io import write_atomic
-from attnlab.registry import MODEL_KINDS, build_model
+from attnlab.files import CHECKPOINT_DIR, write_atomic
+from attnlab.models.registry import MODEL_KINDS, build_model
+from attnlab.text.vocab import Vocab
 
 __all__ = [
     "CHECKPOINT_DIR",
@@ -69,7 +69,6 @@ __all__ = [
     "weights_path",
 ]
 
-CHECKPOINT_DIR = Path(__file__).resolve().parent / "checkpoints"
 
 #: The models the package ships (``make train`` writes the first seven; the four
 #: ``rnnsearch-dates-SCORE`` models, one per score function, are trained by CORE's recipe).

@@ -3,11 +3,11 @@ r"""The lecture's models on real language: English -> French and English -> Germ
     python -m attnlab.cli --language all --replace-shipped   # what `make train` runs
     python -m attnlab.cli --language rnnsearch-en-fr --out my-models
 
-Each recipe (:data:`attnlab.recipes.LANGUAGE_RECIPES`) trains a word-level model on the
-corpus's train split (:mod:`attnlab.corpus`) for a fixed step budget on two threads, measures
+Each recipe (:data:`attnlab.training.config.LANGUAGE_RECIPES`) trains a word-level model on the
+corpus's train split (:mod:`attnlab.text.corpus`) for a fixed step budget on two threads, measures
 chrF on the dev split every ``eval_every`` steps and keeps the best weights, then scores the
-test split with sacrebleu (BLEU and chrF, :mod:`attnlab.evaluate`) beside the two baselines,
-and saves the weights in fp16 with a card (:func:`attnlab.checkpoints.save`) holding the
+test split with sacrebleu (BLEU and chrF, :mod:`attnlab.training.evaluate`) beside the two baselines,
+and saves the weights in fp16 with a card (:func:`attnlab.training.checkpoints.save`) holding the
 scores, the signatures, the training time and the corpus counts.
 
 Vocabularies come from the train split only: English words seen at least
@@ -36,16 +36,16 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
-from attnlab import checkpoints
-from attnlab.batches import padded
-from attnlab.compounds import CompoundSplitter
-from attnlab.corpus import load_corpus
-from attnlab.data import JOINER, Vocab, tokenize
-from attnlab.evaluate import Dictionary, copy_baseline, score, translate_all, vocab_counts
-from attnlab.models import Seq2SeqModel
-from attnlab.recipes import LANGUAGE_RECIPES, LanguageRecipe
-from attnlab.registry import build_model
-from attnlab.train import train_step
+from attnlab.models.base import Seq2SeqModel
+from attnlab.models.registry import build_model
+from attnlab.text.compounds import CompoundSplitter
+from attnlab.text.corpus import load_corpus
+from attnlab.text.vocab import JOINER, Vocab, tokenize
+from attnlab.training import checkpoints
+from attnlab.training.batches import padded
+from attnlab.training.config import LANGUAGE_RECIPES, LanguageRecipe
+from attnlab.training.evaluate import Dictionary, copy_baseline, score, translate_all, vocab_counts
+from attnlab.training.loop import train_step
 
 __all__ = [
     "align_targets",
@@ -97,7 +97,7 @@ def encode_word_pairs(
     tgt_vocab: Vocab,
     align: list[list[int]] | None = None,
 ) -> dict:
-    """Padded ids like :func:`attnlab.batches.encode_pairs`, unknown words as <unk>:
+    """Padded ids like :func:`attnlab.training.batches.encode_pairs`, unknown words as <unk>:
     src (N, n) = x_1..x_n <eos>, src_len (N,), tgt_in (N, T) = <sos> y.., tgt_out = y.. <eos>.
 
     ``align`` (:func:`align_targets`): a target word aligned to an English word outside
@@ -120,7 +120,7 @@ def encode_word_pairs(
 
 def segmented(pairs: list[tuple[str, str]], recipe: LanguageRecipe) -> list[tuple[str, str]]:
     """``pairs`` with each target's compounds split into parts (``recipe.split_compounds``,
-    :class:`attnlab.compounds.CompoundSplitter` counting these targets' words), else as
+    :class:`attnlab.text.compounds.CompoundSplitter` counting these targets' words), else as
     they are."""
     if not recipe.split_compounds:
         return pairs
@@ -138,7 +138,7 @@ def lexicon_pairs(
     pairs: list[tuple[str, str]], least: int, dictionary: Dictionary | None = None
 ) -> list[tuple[str, str]]:
     """(English word, its translation) for each word seen >= ``least`` times in ``pairs``
-    whose dictionary translation (IBM Model 1, :class:`attnlab.evaluate.Dictionary`, learned
+    whose dictionary translation (IBM Model 1, :class:`attnlab.training.evaluate.Dictionary`, learned
     from ``pairs`` unless given) has t(f | e) >= 0.5, sorted; none when ``least`` is 0."""
     if least <= 0:
         return []
@@ -223,7 +223,7 @@ def _batch_with_dropout(
 
 
 def train(recipe: LanguageRecipe, corpus: dict, progress: bool = True) -> tuple[Seq2SeqModel, dict]:
-    """Train ``recipe`` on ``corpus`` (from :func:`attnlab.corpus.load_corpus`); returns the
+    """Train ``recipe`` on ``corpus`` (from :func:`attnlab.text.corpus.load_corpus`); returns the
     model with the best dev chrF and its history (step, loss, dev_chrf, seconds)."""
     torch.manual_seed(recipe.seed)
     model, data, n_pairs = _setup(recipe, corpus)

@@ -7,7 +7,7 @@ exercise's name), each check cell an autograded test cell worth one point.  nbgr
 ``### BEGIN SOLUTION`` / ``### END SOLUTION`` and hidden tests that fail when a check fails
 (the checks themselves never raise in the student's mode).  This module writes it::
 
-    python -m attnlab.course source COURSE_DIR [--assignment lecture07] [--force]
+    python -m attnlab.checks.course source COURSE_DIR [--assignment lecture07] [--force]
     cd COURSE_DIR && nbgrader generate_assignment lecture07   # release/: the student version
     nbgrader autograde lecture07                               # after collecting submissions
 
@@ -31,7 +31,7 @@ from pathlib import Path
 
 import nbformat
 
-from attnlab.io import write_atomic
+from attnlab.files import write_atomic
 
 __all__ = [
     "NOTEBOOK",
@@ -179,7 +179,7 @@ def _first(err: OSError) -> str:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
-        prog="python -m attnlab.course", description="nbgrader source of the exercises"
+        prog="python -m attnlab.checks.course", description="nbgrader source of the exercises"
     )
     sub = parser.add_subparsers(dest="command", required=True)
     src = sub.add_parser("source", help="write COURSE_DIR/source/ASSIGNMENT/ for nbgrader")
@@ -193,7 +193,7 @@ def main(argv: list[str] | None = None) -> None:
     try:
         print(write_source(args.course_dir, args.assignment, args.notebook, args.force))
     except CourseError as err:
-        raise SystemExit(f"attnlab.course: {err}") from None
+        raise SystemExit(f"attnlab.checks.course: {err}") from None
 
 
 if __name__ == "__main__":

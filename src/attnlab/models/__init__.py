@@ -1,0 +1,1 @@
+"""The models: the base class, the RNNs, the Transformer, how to build one by kind."""

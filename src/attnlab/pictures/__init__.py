@@ -1,0 +1,1 @@
+"""Pictures: type sizes, canvases, heatmaps, diagrams, plots and the figures of pics/."""

@@ -1,0 +1,1 @@
+"""Text: vocabularies and tokens, the toy tasks, the real corpus, German compounds."""

@@ -1,0 +1,1 @@
+"""Training: batches, recipes, the one loop, checkpoints, scores."""
