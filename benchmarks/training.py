@@ -1,7 +1,7 @@
 """Benchmark: seconds each dates model takes to reach 99% held-out exact match.
 
 Trains RNNSearch, the Transformer and RNNEncDec on dates with the shipped recipes
-(``attnlab.training.loop.default_configs``), each stopping as soon as 99% of the 1000 held-out dates
+(``attnlab.training.config.default_configs``), each stopping as soon as 99% of the 1000 held-out dates
 are right (RNNEncDec gets a budget of 3000 steps instead of its fixed 200), and prints the
 seconds (wall clock, the held-out measurements included), the steps, and the ratio
 RNNEncDec / RNNSearch.  Then the load time and size of every shipped checkpoint.
@@ -22,8 +22,10 @@ from dataclasses import replace
 import torch
 
 import attnlab
-from attnlab.training.checkpoints import CHECKPOINT_DIR, SHIPPED, weights_path
-from attnlab.training.loop import default_configs, fit
+from attnlab.models import catalogue
+from attnlab.training.checkpoints import CHECKPOINT_DIR, weights_path
+from attnlab.training.config import default_configs
+from attnlab.training.loop import fit
 
 TARGETS = {"rnnsearch": 15.0, "transformer": 60.0}
 
@@ -32,7 +34,7 @@ def time_to_99(kind: str) -> tuple[float | None, int, float]:
     cfg = replace(default_configs(kind, "dates")[1], target=0.99)
     if kind == "rnnencdec":
         cfg = replace(cfg, max_steps=3000)
-    _, h = fit(kind, "dates", config=cfg, plot=False, progress=False)
+    _, h = fit(kind, "dates", config=cfg, progress=False)
     seconds = h["seconds"][-1] if h["reached"] else None
     return seconds, h["steps"], h["accuracy"][-1]
 
@@ -60,7 +62,7 @@ def main() -> None:
         print("ratio RNNEncDec / RNNSearch: RNNEncDec did not reach 99% in 3000 steps")
 
     print(f"\n{'checkpoint':<20} {'KB':>6} {'load ms (median of 5)':>22}")
-    for name in SHIPPED:
+    for name in catalogue.names():
         if not (CHECKPOINT_DIR / f"{name}.json").exists():
             print(f"{name:<20} missing")
             continue

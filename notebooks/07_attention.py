@@ -55,8 +55,7 @@ import torch
 
 import attnlab
 from attnlab import attention as A
-from attnlab import widgets
-from attnlab import lecture
+from attnlab import lecture, widgets
 from attnlab.experiments.language import load_results
 
 torch.manual_seed(0)
@@ -236,7 +235,7 @@ widgets.DecodeStepper()  # the shipped rnnsearch-dates; more models in the model
 # ### A fair comparison? Equal compute, measured
 #
 # Same data and the same 1000 steps for both. Compute counted by torch's FLOP counter on one
-# training batch (`lecture.flops_per_step`, cached by `python -m attnlab.lecture.demos`):
+# training batch (`lecture.flops_per_step`, cached by `python -m attnlab deck`):
 
 # %%
 lecture.equal_compute()
@@ -377,7 +376,7 @@ lecture.positional_encoding_picture(n=40, d=64, at=10)
 # position may attend only to earlier positions), and cross-attention from the decoder to the
 # encoder's output. Our model normalises *before* each sub-layer (pre-LN: x + Sublayer(LN(x)),
 # with a final LayerNorm after each stack); the paper normalises after the residual sum
-# (post-LN). Pre-LN trained faster at our size (a prototype measured before the project: 18 s
+# (post-LN). Pre-LN trained faster at our size (measured on dates: 18 s
 # to 99% on dates, against 22-35 s post-LN). The decoder reads its outputs shifted right: next
 # slide.
 # Minutes: 2
@@ -461,8 +460,8 @@ lecture.causal_demo(mask)
 
 # %%
 X = torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])  # x_1, x_2, x_3: (n, d)
-out, weights = A.scaled_dot_product_attention(X, X, X)  # softmax(X X^T / sqrt(2)) X
-weights.round(decimals=2), out.round(decimals=2)
+out, alpha = A.scaled_dot_product_attention(X, X, X)  # softmax(X X^T / sqrt(2)) X
+alpha.round(decimals=2), out.round(decimals=2)
 
 # %% [markdown] slideshow={"slide_type": "notes"}
 # Do row 1 on the board: scores 1/sqrt(2) = 0.71, 0, 0.71; exp gives 2.03, 1, 2.03, sum 5.06,
@@ -480,10 +479,10 @@ lecture.show_source(A.scaled_dot_product_attention, A.scaled_dot_score)
 
 # %%
 Q, K, V = torch.randn(3, 4), torch.randn(5, 4), torch.randn(5, 2)  # m = 3, n = 5, d_k = 4
-weights = torch.softmax(Q @ K.T / 4**0.5, dim=-1)  # softmax(Q K^T / sqrt(d_k)): (m, n)
-out = weights @ V  # ... V: (m, d_v)
-lib_out, lib_weights = A.scaled_dot_product_attention(Q, K, V)
-assert torch.allclose(out, lib_out) and torch.allclose(weights, lib_weights)
+alpha = torch.softmax(Q @ K.T / 4**0.5, dim=-1)  # softmax(Q K^T / sqrt(d_k)): (m, n)
+out = alpha @ V  # ... V: (m, d_v)
+lib_out, lib_alpha = A.scaled_dot_product_attention(Q, K, V)
+assert torch.allclose(out, lib_out) and torch.allclose(alpha, lib_alpha)
 
 # %% [markdown] slideshow={"slide_type": "notes"}
 # The library's body is the equation; the second cell writes it out on three queries and five
@@ -819,9 +818,11 @@ lecture.alignment_failure(attnlab.load("rnnsearch-reverse-30"), length=45, seed=
 # %%
 LIVE = False  # True: train now (about half a minute)
 if LIVE:
+    from attnlab.pictures.training_plots import LivePlot
     from attnlab.training.loop import fit
 
-    live_model, history = fit("rnnsearch", task="dates", target_accuracy=0.99)
+    live = LivePlot("RNNSearch on dates")
+    live_model, history = fit("rnnsearch", "dates", target=0.99, observer=live)
 else:
     live_model = attnlab.load("rnnsearch-dates")
 live_model.translate("3 May 1979")

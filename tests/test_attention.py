@@ -4,9 +4,12 @@ Every expected number below is worked out in the test from the formula (e, tanh,
 never copied from a run of the code under test.
 """
 
+import ast
 import copy
 import functools
+import inspect
 import math
+import textwrap
 
 import pytest
 import torch
@@ -29,6 +32,7 @@ from attnlab.attention import (
     scaled_dot_product_attention,
     scaled_dot_score,
 )
+from attnlab.guard.inputs import checked
 
 E = math.e
 
@@ -64,9 +68,12 @@ def test_public_api_is_exported():
         "MultiHeadAttention",
         "positional_encoding",
     ]
-    for name in names:
-        assert name in A.__all__
-        assert callable(getattr(A, name))
+    namespace: dict = {}
+    exec("from attnlab.attention import *", namespace)  # what a star import hands a student
+    assert set(names) <= set(namespace) and "SCORES" in namespace and "make_score" in namespace
+    assert all(namespace[name] is getattr(A, name) for name in names)
+    # nothing else rides along: the checks live in attnlab.guard.inputs, not here
+    assert {"entry_point", "AS_DEFINED", "torch", "math"}.isdisjoint(namespace)
 
 
 # --------------------------------------------------------------------------- scores
@@ -163,7 +170,7 @@ def test_make_score_builds_each_of_the_four():
 
 def test_make_score_rejects_bad_requests():
     with pytest.raises(ValueError, match="d_q=3, d_k=4"):
-        make_score("dot", 3, 4)
+        make_score("dot", 3, 4)  # a builder refuses what it cannot build, like a constructor
     with pytest.raises(ValueError, match="unknown score"):
         make_score("cosine", 4, 4)
 
@@ -172,7 +179,7 @@ def test_make_score_rejects_bad_requests():
 def test_dot_scores_reject_different_d(score):
     q, k = torch.randn(2, 3), torch.randn(4, 5)
     with pytest.raises(ValueError) as excinfo:
-        score(q, k)
+        checked(score)(q, k)
     assert_shapes_named(excinfo, (2, 3), (4, 5))
 
 
@@ -180,16 +187,16 @@ def test_dot_scores_reject_different_d(score):
 def test_weighted_scores_reject_wrong_sizes(score):
     q, k = torch.randn(2, 4), torch.randn(6, 5)  # d_q = 4 where 3 was built
     with pytest.raises(ValueError) as excinfo:
-        score(q, k)
+        checked(score)(q, k)
     assert_shapes_named(excinfo, (2, 4), (6, 5))
 
 
 def test_scores_reject_1d_and_mismatched_batches():
     with pytest.raises(ValueError) as excinfo:
-        dot_score(torch.randn(3), torch.randn(4, 3))
+        checked(dot_score)(torch.randn(3), torch.randn(4, 3))
     assert_shapes_named(excinfo, (3,), (4, 3))
     with pytest.raises(ValueError) as excinfo:
-        dot_score(torch.randn(2, 4, 3), torch.randn(3, 5, 3))
+        checked(dot_score)(torch.randn(2, 4, 3), torch.randn(3, 5, 3))
     assert_shapes_named(excinfo, (2, 4, 3), (3, 5, 3))
 
 
@@ -246,8 +253,8 @@ def test_gradient_of_fully_masked_attention_is_finite():
     Q, K, V = (torch.randn(2, 3, 4, requires_grad=True) for _ in range(3))
     mask = torch.zeros(3, 3, dtype=torch.bool)
     with torch.autograd.detect_anomaly():
-        output, weights = scaled_dot_product_attention(Q, K, V, mask)
-        assert (output == 0).all() and (weights == 0).all()
+        output, alpha = scaled_dot_product_attention(Q, K, V, mask)
+        assert (output == 0).all() and (alpha == 0).all()
         output.sum().backward()
     for x in (Q, K, V):
         assert torch.isfinite(x.grad).all()
@@ -273,29 +280,29 @@ def test_scaled_dot_product_attention_with_scores_around_1e4():
     K = torch.full((1, 5, 4), 100.0)
     V = torch.randn(1, 5, 2)
     for mask in (None, causal_mask(5)[:3]):
-        output, weights = scaled_dot_product_attention(Q, K, V, mask)
-        assert torch.isfinite(output).all() and torch.isfinite(weights).all()
-        torch.testing.assert_close(weights.sum(-1), torch.ones(1, 3))
+        output, alpha = scaled_dot_product_attention(Q, K, V, mask)
+        assert torch.isfinite(output).all() and torch.isfinite(alpha).all()
+        torch.testing.assert_close(alpha.sum(-1), torch.ones(1, 3))
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.int64, torch.uint8])
 def test_non_bool_mask_is_rejected(dtype):
     scores = torch.randn(2, 3)
     with pytest.raises(ValueError, match="bool"):
-        masked_softmax(scores, torch.ones(2, 3, dtype=dtype))
+        checked(masked_softmax)(scores, torch.ones(2, 3, dtype=dtype))
     with pytest.raises(ValueError, match="bool"):
-        scaled_dot_product_attention(
+        checked(scaled_dot_product_attention)(
             torch.randn(2, 4), torch.randn(3, 4), torch.randn(3, 5), torch.ones(2, 3, dtype=dtype)
         )
 
 
 def test_mask_of_wrong_shape_is_rejected():
     with pytest.raises(ValueError) as excinfo:
-        masked_softmax(torch.randn(2, 3), torch.ones(2, 4, dtype=torch.bool))
+        checked(masked_softmax)(torch.randn(2, 3), torch.ones(2, 4, dtype=torch.bool))
     assert_shapes_named(excinfo, (2, 4), (2, 3))
     # a mask may broadcast to the scores, not the other way round
     with pytest.raises(ValueError) as excinfo:
-        masked_softmax(torch.randn(2, 3), torch.ones(5, 2, 3, dtype=torch.bool))
+        checked(masked_softmax)(torch.randn(2, 3), torch.ones(5, 2, 3, dtype=torch.bool))
     assert_shapes_named(excinfo, (5, 2, 3), (2, 3))
 
 
@@ -309,13 +316,13 @@ def test_attention_by_hand():
     context, alpha = attention(s, h, values, DotScore())
     close(alpha, [[a1, a2]])
     close(context, [[a1 * 1 + a2 * 3, a1 * 2 + a2 * 4]])
-    # the default score is the dot score, and names work for the parameter-free scores
-    for score in ("dot", dot_score):
-        close(attention(s, h, values, score)[0], [[a1 * 1 + a2 * 3, a1 * 2 + a2 * 4]])
+    # the default score is the dot score; at the boundary a parameter-free score may be named
+    for context in (attention(s, h, values)[0], checked(attention)(s, h, values, "dot")[0]):
+        close(context, [[a1 * 1 + a2 * 3, a1 * 2 + a2 * 4]])
     # scaled: scores (1/sqrt 2, 0)
     b1 = math.exp(1 / math.sqrt(2)) / (math.exp(1 / math.sqrt(2)) + 1)
-    context, alpha = attention(s, h, values, "scaled_dot")
-    close(alpha, [[b1, 1 - b1]])
+    close(attention(s, h, values, scaled_dot_score)[1], [[b1, 1 - b1]])
+    close(checked(attention)(s, h, values, "scaled_dot")[1], [[b1, 1 - b1]])
 
 
 def test_attention_default_score_is_dot():
@@ -326,7 +333,7 @@ def test_attention_default_score_is_dot():
 def test_attention_with_mask_by_hand():
     s, h = t([[1.0, 0.0]]), t([[1.0, 0.0], [0.0, 1.0]])
     values = t([[1.0, 2.0], [3.0, 4.0]])
-    context, alpha = attention(s, h, values, "dot", mask=torch.tensor([[False, True]]))
+    context, alpha = attention(s, h, values, dot_score, mask=torch.tensor([[False, True]]))
     close(alpha, [[0.0, 1.0]])
     close(context, [[3.0, 4.0]])  # all weight on h_2
 
@@ -343,6 +350,7 @@ def test_attention_context_is_the_weighted_sum_of_values():
 
 
 def test_attention_rejects_incompatible_shapes():
+    attention = checked(A.attention)  # the boundary: what a widget or a check calls
     q, k = torch.randn(2, 3, 4), torch.randn(2, 5, 4)
     with pytest.raises(ValueError) as excinfo:
         attention(q, k, torch.randn(2, 6, 7), "dot")  # values n = 6, keys n = 5
@@ -361,7 +369,7 @@ def test_attention_rejects_incompatible_shapes():
 def test_attention_rejects_weighted_score_by_name():
     q = torch.randn(3, 4)
     with pytest.raises(ValueError, match="GeneralScore"):
-        attention(q, q, q, "general")
+        checked(attention)(q, q, q, "general")
 
 
 # --------------------------------------------------------------------------- scaled dot-product
@@ -370,23 +378,23 @@ def test_scaled_dot_product_attention_by_hand():
     K = t([[1.0, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0]])
     V = t([[10.0], [20.0]])
     # Q K^T / 2 = (1, 0) -> weights (e, 1) / (e + 1)
-    output, weights = scaled_dot_product_attention(Q, K, V)
-    close(weights, [[E / (E + 1), 1 / (E + 1)]])
+    output, alpha = scaled_dot_product_attention(Q, K, V)
+    close(alpha, [[E / (E + 1), 1 / (E + 1)]])
     close(output, [[(10 * E + 20) / (E + 1)]], atol=1e-5)
 
 
 def test_scaled_dot_product_attention_with_causal_mask_by_hand():
     Q = K = t([[0.0, 0.0], [0.0, 0.0], [0.0, 0.0]])  # equal scores: uniform over allowed keys
     V = t([[3.0], [6.0], [9.0]])
-    output, weights = scaled_dot_product_attention(Q, K, V, causal_mask(3))
-    close(weights, [[1, 0, 0], [1 / 2, 1 / 2, 0], [1 / 3, 1 / 3, 1 / 3]])
+    output, alpha = scaled_dot_product_attention(Q, K, V, causal_mask(3))
+    close(alpha, [[1, 0, 0], [1 / 2, 1 / 2, 0], [1 / 3, 1 / 3, 1 / 3]])
     close(output, [[3.0], [4.5], [6.0]])
 
 
 def test_scaled_dot_product_attention_shapes():
     Q, K, V = torch.randn(2, 4, 3, 8), torch.randn(2, 4, 5, 8), torch.randn(2, 4, 5, 6)
-    output, weights = scaled_dot_product_attention(Q, K, V)
-    assert output.shape == (2, 4, 3, 6) and weights.shape == (2, 4, 3, 5)
+    output, alpha = scaled_dot_product_attention(Q, K, V)
+    assert output.shape == (2, 4, 3, 6) and alpha.shape == (2, 4, 3, 5)
 
 
 @pytest.mark.parametrize(
@@ -401,20 +409,20 @@ def test_scaled_dot_product_attention_shapes():
 def test_scaled_dot_product_attention_rejects_incompatible_shapes(shapes):
     Q, K, V = (torch.randn(*shape) for shape in shapes)
     with pytest.raises(ValueError) as excinfo:
-        scaled_dot_product_attention(Q, K, V)
+        checked(scaled_dot_product_attention)(Q, K, V)
     assert_shapes_named(excinfo, *shapes)
 
 
 def test_scaled_dot_product_attention_rejects_mask_of_wrong_shape():
     Q, K, V = torch.randn(3, 4), torch.randn(5, 4), torch.randn(5, 2)
     with pytest.raises(ValueError) as excinfo:
-        scaled_dot_product_attention(Q, K, V, torch.ones(5, 3, dtype=torch.bool))
+        checked(scaled_dot_product_attention)(Q, K, V, torch.ones(5, 3, dtype=torch.bool))
     assert_shapes_named(excinfo, (5, 3), (3, 5))
 
 
 def test_non_tensor_input_is_a_type_error():
     with pytest.raises(TypeError):
-        scaled_dot_product_attention([[1.0]], torch.ones(1, 1), torch.ones(1, 1))
+        checked(scaled_dot_product_attention)([[1.0]], torch.ones(1, 1), torch.ones(1, 1))
 
 
 # --------------------------------------------------------------------------- masks
@@ -430,7 +438,7 @@ def test_causal_mask_3():
 @pytest.mark.parametrize("n", [-1, 2.5, "3", True])
 def test_causal_mask_rejects_bad_n(n):
     with pytest.raises(ValueError):
-        causal_mask(n)
+        checked(causal_mask)(n)
 
 
 def test_padding_mask_by_hand():
@@ -447,16 +455,16 @@ def test_padding_mask_by_hand():
 )
 def test_padding_mask_rejects_bad_input(lengths, n):
     with pytest.raises(ValueError):
-        padding_mask(lengths, n)
+        checked(padding_mask)(lengths, n)
 
 
 def test_padding_mask_masks_keys_in_attention():
     lengths = [2, 4]
     Q, K, V = torch.randn(2, 3, 8), torch.randn(2, 4, 8), torch.randn(2, 4, 5)
     key_mask = padding_mask(lengths, 4)[:, None, :]  # (B, 1, n)
-    _, weights = scaled_dot_product_attention(Q, K, V, key_mask)
-    assert (weights[0, :, 2:] == 0).all()
-    torch.testing.assert_close(weights.sum(-1), torch.ones(2, 3))
+    _, alpha = scaled_dot_product_attention(Q, K, V, key_mask)
+    assert (alpha[0, :, 2:] == 0).all()
+    torch.testing.assert_close(alpha.sum(-1), torch.ones(2, 3))
 
 
 # --------------------------------------------------------------------------- multi-head
@@ -474,13 +482,13 @@ def test_multi_head_attention_by_hand():
     mha = identity_mha(2, 2)
     x = t([[[1.0, 0.0], [0.0, 1.0]]])  # (B=1, n=2, d_model=2)
     output = mha(x, x, x)
-    weights = mha.attn  # the weights of that call, kept on the module
+    alpha = mha.alpha  # the weights of that call, kept on the module
     # head 1: q = k = v = (1, 0):  scores [[1, 0], [0, 0]]
     #   alpha row 1 = (e, 1) / (e + 1), row 2 = (1/2, 1/2);  out = (e / (e + 1), 1/2)
     # head 2: q = k = v = (0, 1):  scores [[0, 0], [0, 1]]
     #   alpha row 1 = (1/2, 1/2), row 2 = (1, e) / (1 + e);  out = (1/2, e / (1 + e))
     a = E / (E + 1)
-    close(weights, [[[[a, 1 - a], [0.5, 0.5]], [[0.5, 0.5], [1 - a, a]]]])
+    close(alpha, [[[[a, 1 - a], [0.5, 0.5]], [[0.5, 0.5], [1 - a, a]]]])
     close(output, [[[a, 0.5], [0.5, a]]])  # Concat(head_1, head_2) W^O with W^O = I
 
 
@@ -489,30 +497,30 @@ def test_multi_head_attention_shapes_and_cross_attention():
     assert mha.d_k == 4
     query, memory = torch.randn(2, 5, 12), torch.randn(2, 7, 12)
     output = mha(query, memory, memory)
-    weights = mha.attn  # the weights of that call, kept on the module
-    assert output.shape == (2, 5, 12) and weights.shape == (2, 3, 5, 7)
-    torch.testing.assert_close(weights.sum(-1), torch.ones(2, 3, 5))
+    alpha = mha.alpha  # the weights of that call, kept on the module
+    assert output.shape == (2, 5, 12) and alpha.shape == (2, 3, 5, 7)
+    torch.testing.assert_close(alpha.sum(-1), torch.ones(2, 3, 5))
     # unbatched input works too
     output = mha(query[0], memory[0], memory[0])
-    weights = mha.attn  # the weights of that call, kept on the module
-    assert output.shape == (5, 12) and weights.shape == (3, 5, 7)
+    alpha = mha.alpha  # the weights of that call, kept on the module
+    assert output.shape == (5, 12) and alpha.shape == (3, 5, 7)
 
 
 def test_multi_head_attention_causal_and_padding_masks():
     mha = MultiHeadAttention(8, 2)
     x = torch.randn(2, 4, 8)
     mha(x, x, x, causal_mask(4))
-    weights = mha.attn  # the weights of that call, kept on the module
-    assert (weights.masked_select(~causal_mask(4)) == 0).all()
+    alpha = mha.alpha  # the weights of that call, kept on the module
+    assert (alpha.masked_select(~causal_mask(4)) == 0).all()
     key_mask = padding_mask([2, 4], 4)[:, None, :]  # (B, 1, n)
     mha(x, x, x, key_mask)
-    weights = mha.attn  # the weights of that call, kept on the module
-    assert (weights[0, :, :, 2:] == 0).all()  # every head ignores the padding
-    torch.testing.assert_close(weights.sum(-1), torch.ones(2, 2, 4))
+    alpha = mha.alpha  # the weights of that call, kept on the module
+    assert (alpha[0, :, :, 2:] == 0).all()  # every head ignores the padding
+    torch.testing.assert_close(alpha.sum(-1), torch.ones(2, 2, 4))
     full = causal_mask(4) & key_mask  # (B, m, n)
     mha(x, x, x, full)
-    weights = mha.attn  # the weights of that call, kept on the module
-    assert (weights.masked_select(~full[:, None]) == 0).all()
+    alpha = mha.alpha  # the weights of that call, kept on the module
+    assert (alpha.masked_select(~full[:, None]) == 0).all()
 
 
 @pytest.mark.parametrize("d_model, num_heads", [(10, 3), (8, 0), (0, 2), (6, 4)])
@@ -536,7 +544,7 @@ def test_multi_head_attention_rejects_incompatible_shapes(shapes):
     mha = MultiHeadAttention(8, 2)
     query, key, value = (torch.randn(*shape) for shape in shapes)
     with pytest.raises(ValueError) as excinfo:
-        mha(query, key, value)
+        checked(mha)(query, key, value)
     assert_shapes_named(excinfo, *shapes)
 
 
@@ -544,24 +552,24 @@ def test_multi_head_attention_rejects_bad_masks():
     mha = MultiHeadAttention(8, 2)
     x = torch.randn(2, 4, 8)
     with pytest.raises(ValueError) as excinfo:
-        mha(x, x, x, causal_mask(5))
+        checked(mha)(x, x, x, causal_mask(5))
     assert_shapes_named(excinfo, (5, 5), (2, 4, 4))
     with pytest.raises(ValueError, match="bool"):
-        mha(x, x, x, causal_mask(4).float())
+        checked(mha)(x, x, x, causal_mask(4).float())
 
 
 def test_multi_head_attention_returns_a_tensor_and_keeps_its_last_weights():
     mha = MultiHeadAttention(8, 2)
     x, memory = torch.randn(2, 4, 8), torch.randn(2, 6, 8)
-    assert mha.attn is None  # nothing computed yet
+    assert mha.alpha is None  # nothing computed yet
     output = mha(x, x, x)
     assert isinstance(output, torch.Tensor) and output.shape == (2, 4, 8)
-    assert mha.attn.shape == (2, 2, 4, 4) and mha.weights is mha.attn
+    assert mha.alpha.shape == (2, 2, 4, 4) and not hasattr(mha, "weights")  # one name
     mha(x, memory, memory)  # a second call replaces them: the weights of the last call
-    assert mha.attn.shape == (2, 2, 4, 6)
+    assert mha.alpha.shape == (2, 2, 4, 6)
     Q, K = mha.split_heads(mha.W_q(x)), mha.split_heads(mha.W_k(memory))  # (B, h, T, d_k)
-    torch.testing.assert_close(mha.attn, torch.softmax(Q @ K.mT / 2.0, dim=-1))  # d_k = 4
-    assert not mha.attn.requires_grad  # kept to be read: a copy of the module holds no graph
+    torch.testing.assert_close(mha.alpha, torch.softmax(Q @ K.mT / 2.0, dim=-1))  # d_k = 4
+    assert not mha.alpha.requires_grad  # kept to be read: a copy of the module holds no graph
     copy.deepcopy(mha)
 
 
@@ -590,7 +598,7 @@ def test_positional_encoding_odd_d_and_range():
 @pytest.mark.parametrize("n, d", [(-1, 4), (3, 0), (2.0, 4), (3, "4")])
 def test_positional_encoding_rejects_bad_sizes(n, d):
     with pytest.raises(ValueError):
-        positional_encoding(n, d)
+        checked(positional_encoding)(n, d)
 
 
 def from_torch(twin: torch.nn.MultiheadAttention) -> MultiHeadAttention:
@@ -618,9 +626,9 @@ def test_multi_head_attention_matches_torch_multihead_attention():
     mha = from_torch(twin)
     x, memory = torch.randn(2, 4, 8), torch.randn(2, 5, 8)
     out = mha(x, memory, memory)
-    ref, ref_weights = twin(x, memory, memory, average_attn_weights=False)
+    ref, ref_alpha = twin(x, memory, memory, average_attn_weights=False)
     torch.testing.assert_close(out, ref, atol=1e-5, rtol=1e-5)
-    torch.testing.assert_close(mha.attn, ref_weights, atol=1e-6, rtol=1e-5)
+    torch.testing.assert_close(mha.alpha, ref_alpha, atol=1e-6, rtol=1e-5)
     causal = causal_mask(4)  # torch's attn_mask: True = NOT allowed
     ref, _ = twin(x, x, x, attn_mask=~causal)
     torch.testing.assert_close(mha(x, x, x, causal), ref, atol=1e-5, rtol=1e-5)
@@ -630,17 +638,17 @@ F32, F64, I64 = torch.float32, torch.float64, torch.int64
 
 
 def _calls(q, k, v):
-    """Every public entry point of the attention core on (q, k, v) of the same shape (1, 2, 4)."""
+    """Every equation of the attention core, through the boundary, on (q, k, v) of one shape."""
     mha = MultiHeadAttention(4, 2)
     return {
-        "dot_score": lambda: dot_score(q, k),
-        "scaled_dot_score": lambda: scaled_dot_score(q, k),
-        "GeneralScore": lambda: GeneralScore(4, 4)(q, k),
-        "AdditiveScore": lambda: AdditiveScore(4, 4, 3)(q, k),
-        "masked_softmax": lambda: masked_softmax(q),
-        "attention": lambda: attention(q, k, v),
-        "scaled_dot_product_attention": lambda: scaled_dot_product_attention(q, k, v),
-        "MultiHeadAttention": lambda: mha(q, k, v),
+        "dot_score": lambda: checked(dot_score)(q, k),
+        "scaled_dot_score": lambda: checked(scaled_dot_score)(q, k),
+        "GeneralScore": lambda: checked(GeneralScore(4, 4))(q, k),
+        "AdditiveScore": lambda: checked(AdditiveScore(4, 4, 3))(q, k),
+        "masked_softmax": lambda: checked(masked_softmax)(q),
+        "attention": lambda: checked(attention)(q, k, v),
+        "scaled_dot_product_attention": lambda: checked(scaled_dot_product_attention)(q, k, v),
+        "MultiHeadAttention": lambda: checked(mha)(q, k, v),
     }
 
 
@@ -725,56 +733,91 @@ SHOWN_ON_SLIDES = [  # what the deck shows with lecture.show_source: the equatio
 ]
 
 
+def _body(fn) -> str:
+    """The statements of ``fn``'s source, its docstring left out."""
+    node = ast.parse(textwrap.dedent(inspect.getsource(fn))).body[0]
+    body = node.body[1:] if isinstance(node.body[0], ast.Expr) else node.body
+    return "\n".join(ast.unparse(stmt) for stmt in body)
+
+
 @pytest.mark.parametrize("fn", SHOWN_ON_SLIDES, ids=lambda fn: fn.__qualname__)
 def test_the_functions_on_the_slides_are_their_equations(fn):
-    import ast
-    import inspect
-    import textwrap
-
-    plain = inspect.unwrap(fn)
-    assert plain is not fn  # the public name checks its inputs (entry_point) ...
-    source = textwrap.dedent(inspect.getsource(plain))
-    node = ast.parse(source).body[0]
-    body = node.body[1:] if isinstance(node.body[0], ast.Expr) else node.body  # no docstring
-    code = "\n".join(ast.unparse(stmt) for stmt in body)
+    code = _body(fn)
     for noise in ("raise", "check", "isinstance", "dropout", ".to(", "dtype ="):
         assert noise not in code, f"{fn.__qualname__} holds {noise!r}:\n{code}"
-    assert len(code.splitlines()) <= 10, code  # ... and the body is its equation, a few lines
+    assert len(code.splitlines()) <= 10, code  # the body is its equation, a few lines
 
 
-def test_a_multi_head_call_checks_its_inputs_once(monkeypatch):
+def _public_functions() -> dict[str, object]:
+    """Every function of attnlab.attention's public names, and every method of its classes."""
+    found = {}
+    for name in A.__all__:
+        value = getattr(A, name)
+        if isinstance(value, type):
+            found.update(
+                {f"{name}.{k}": v for k, v in vars(value).items() if inspect.isfunction(v)}
+            )
+        elif callable(value):
+            found[name] = value
+    return found
+
+
+@pytest.mark.parametrize("name", sorted(_public_functions()))
+def test_every_public_function_is_the_plain_function_written_in_the_file(name):
+    fn = _public_functions()[name]
+    assert inspect.isfunction(fn) and not hasattr(fn, "__wrapped__"), f"{name} is wrapped"
+    assert fn.__code__.co_filename == A.__file__, f"{name} runs code from another file"
+    assert fn.__qualname__ == name, f"{name} is {fn.__qualname__} under another name"
+    source = inspect.getsource(fn)  # what `attention??` shows: the definition itself
+    assert source.lstrip().startswith("def ") and f"def {name.split('.')[-1]}(" in source
+
+
+def test_the_equations_check_nothing_and_the_boundary_checks_once(monkeypatch):
+    from attnlab.guard import inputs
+
     calls = []
-    real = A._check_dtypes
-    monkeypatch.setattr(A, "_check_dtypes", lambda *a, **k: (calls.append(a), real(*a, **k)))
+    real = inputs._check_dtypes
+    monkeypatch.setattr(inputs, "_check_dtypes", lambda *a, **k: (calls.append(a), real(*a, **k)))
     x = torch.randn(1, 5, 8)
-    MultiHeadAttention(8, 2)(x, x, x, causal_mask(5))
-    assert len(calls) == 1  # not again in sdpa, scaled_dot_score and masked_softmax
+    mha = MultiHeadAttention(8, 2)
+    mha(x, x, x, causal_mask(5))
+    attention(x, x, x, GeneralScore(8, 8))
+    masked_softmax(torch.randn(3, 4))
+    assert calls == []  # the equations trust their callers
+    checked(mha)(x, x, x, causal_mask(5))
+    assert len(calls) == 1  # once at the boundary, not again in sdpa or masked_softmax
     calls.clear()
-    attention(x, x, x, GeneralScore(8, 8))  # attention checks the score's inputs for it
+    checked(attention)(x, x, x, GeneralScore(8, 8))  # and the score's inputs for it
     assert len(calls) == 2
-    calls.clear()
-    masked_softmax(torch.randn(3, 4))  # a call from outside is checked
-    assert len(calls) == 1
+    with pytest.raises(TypeError, match="no input check"):
+        checked(lambda q, k: q)  # only the library's own equations have a check
 
 
 def test_a_score_from_outside_must_return_scores_of_the_right_shape():
     q, k = torch.randn(2, 3, 4), torch.randn(2, 5, 4)
+    at_the_boundary = checked(attention)
     with pytest.raises(ValueError, match=r"\(2, 3, 5\); got shape \(\)") as excinfo:
-        attention(q, k, k, lambda s, h: s.sum())  # a number, not (B, m, n)
+        at_the_boundary(q, k, k, lambda s, h: s.sum())  # a number, not (B, m, n)
     assert "\n" not in str(excinfo.value)
     with pytest.raises(ValueError, match="got ndarray"):
-        attention(q, k, k, lambda s, h: (s @ h.mT).numpy())
+        at_the_boundary(q, k, k, lambda s, h: (s @ h.mT).numpy())
     with pytest.raises(ValueError, match="got shape"):  # bound arguments change nothing
-        attention(q, k, k, functools.partial(lambda s, h, c: c * s.sum(), c=2.0))
-    context, alpha = attention(q, k, k, lambda s, h: -(s @ h.mT))  # a fine one runs
-    assert alpha.shape == (2, 3, 5)
+        at_the_boundary(q, k, k, functools.partial(lambda s, h, c: c * s.sum(), c=2.0))
+    with pytest.raises(ValueError, match="NaN"):
+        at_the_boundary(q, k, k, lambda s, h: (s @ h.mT) * float("nan"))
+    context, alpha = at_the_boundary(q, k, k, lambda s, h: -(s @ h.mT))  # a fine one runs
+    torch.testing.assert_close(alpha, torch.softmax(-(q @ k.mT), -1))
 
 
 def test_one_table_from_score_names_to_scores(monkeypatch):
     for name in SCORES:
         assert isinstance(make_score(name, 4, 4, 3), torch.nn.Module)
-    q = torch.randn(2, 4)
-    for name, fn in (("dot", dot_score), ("scaled_dot", scaled_dot_score)):
-        torch.testing.assert_close(attention(q, q, q, name)[1], attention(q, q, q, fn)[1])
+    q = torch.tensor([[1.0, 0.0, 0.0, 0.0], [0.0, 2.0, 0.0, 0.0]])  # (m=n=2, d=4)
+    # q q^T = [[1, 0], [0, 4]]; scaled by sqrt(4) = 2: [[1/2, 0], [0, 2]]
+    dot = [[E / (E + 1), 1 / (E + 1)], [1 / (1 + E**4), E**4 / (1 + E**4)]]
+    half, e2 = math.exp(0.5), math.exp(2.0)
+    scaled = [[half / (half + 1), 1 / (half + 1)], [1 / (1 + e2), e2 / (1 + e2)]]
+    close(checked(attention)(q, q, q, "dot")[1], dot)
+    close(checked(attention)(q, q, q, "scaled_dot")[1], scaled)
     monkeypatch.setitem(SCORES, "dot", SCORES["scaled_dot"])  # names go through the table
-    torch.testing.assert_close(attention(q, q, q, "dot")[1], attention(q, q, q, "scaled_dot")[1])
+    close(checked(attention)(q, q, q, "dot")[1], scaled)

@@ -24,6 +24,7 @@ from attnlab.attention import (
     padding_mask,
     scaled_dot_product_attention,
 )
+from attnlab.guard.inputs import checked
 
 ATOL = 1e-5
 
@@ -84,9 +85,9 @@ def test_scaled_dot_product_attention_equals_torch(data, batch, m, n, d_k, d_v, 
     K = randn(seed + 1, *batch, n, d_k)
     V = randn(seed + 2, *batch, n, d_v)
     mask = data.draw(st.none() | masks((*batch, m, n)))
-    output, weights = scaled_dot_product_attention(Q, K, V, mask)
+    output, alpha = scaled_dot_product_attention(Q, K, V, mask)
     expected = F.scaled_dot_product_attention(Q, K, V, attn_mask=mask)
-    assert output.shape == (*batch, m, d_v) and weights.shape == (*batch, m, n)
+    assert output.shape == (*batch, m, d_v) and alpha.shape == (*batch, m, n)
     if mask is None:
         torch.testing.assert_close(output, expected, atol=ATOL, rtol=0)
     else:
@@ -94,18 +95,18 @@ def test_scaled_dot_product_attention_equals_torch(data, batch, m, n, d_k, d_v, 
         rows = allowed_rows(mask, (*batch, m, n)).expand_as(output)
         torch.testing.assert_close(output[rows], expected[rows], atol=ATOL, rtol=0)
         assert (output[~rows] == 0).all()
-        assert (weights[~mask.expand_as(weights)] == 0).all()
+        assert (alpha[~mask.expand_as(alpha)] == 0).all()
 
 
 @given(batch=batch_shapes, n=sizes, d=st.integers(1, 8), seed=seeds, perm_seed=seeds)
 def test_scaled_dot_product_self_attention_is_permutation_equivariant(batch, n, d, seed, perm_seed):
     x = randn(seed, *batch, n, d)
     perm = torch.randperm(n, generator=torch.Generator().manual_seed(perm_seed))
-    out, weights = scaled_dot_product_attention(x, x, x)
+    out, alpha = scaled_dot_product_attention(x, x, x)
     xp = x[..., perm, :]  # permute the rows (tokens)
-    out_p, weights_p = scaled_dot_product_attention(xp, xp, xp)
+    out_p, alpha_p = scaled_dot_product_attention(xp, xp, xp)
     torch.testing.assert_close(out_p, out[..., perm, :], atol=ATOL, rtol=0)
-    torch.testing.assert_close(weights_p, weights[..., perm, :][..., perm], atol=ATOL, rtol=0)
+    torch.testing.assert_close(alpha_p, alpha[..., perm, :][..., perm], atol=ATOL, rtol=0)
 
 
 # --------------------------------------------------------------------------- multi-head
@@ -150,8 +151,8 @@ def test_multi_head_attention_equals_torch(B, m, n, num_heads, d_k, self_attenti
     mask = causal_mask(n)[:m] if causal and m <= n else None  # (m, n), every row sees key 1
     with torch.no_grad():
         output = mha(query, memory, memory, mask)
-        weights = mha.attn  # the weights of that call, kept on the module
-        expected, expected_weights = twin(
+        alpha = mha.alpha  # the weights of that call, kept on the module
+        expected, expected_alpha = twin(
             query,
             memory,
             memory,
@@ -159,9 +160,9 @@ def test_multi_head_attention_equals_torch(B, m, n, num_heads, d_k, self_attenti
             need_weights=True,
             average_attn_weights=False,
         )
-    assert output.shape == (B, m, d_model) and weights.shape == (B, num_heads, m, n)
+    assert output.shape == (B, m, d_model) and alpha.shape == (B, num_heads, m, n)
     torch.testing.assert_close(output, expected, atol=ATOL, rtol=0)
-    torch.testing.assert_close(weights, expected_weights, atol=ATOL, rtol=0)
+    torch.testing.assert_close(alpha, expected_alpha, atol=ATOL, rtol=0)
 
 
 @given(
@@ -178,12 +179,12 @@ def test_multi_head_attention_padding_equals_torch_key_padding_mask(lengths, m, 
     real = padding_mask(lengths, n)  # (B, n), True at real tokens
     with torch.no_grad():
         output = mha(query, memory, memory, real[:, None, :])  # mask (B, 1, n)
-        weights = mha.attn  # the weights of that call, kept on the module
-        expected, expected_weights = twin(
+        alpha = mha.alpha  # the weights of that call, kept on the module
+        expected, expected_alpha = twin(
             query, memory, memory, key_padding_mask=~real, average_attn_weights=False
         )
     torch.testing.assert_close(output, expected, atol=ATOL, rtol=0)
-    torch.testing.assert_close(weights, expected_weights, atol=ATOL, rtol=0)
+    torch.testing.assert_close(alpha, expected_alpha, atol=ATOL, rtol=0)
 
 
 @given(B=st.integers(1, 2), n=sizes, num_heads=st.integers(1, 3), seed=seeds, perm_seed=seeds)
@@ -194,11 +195,11 @@ def test_multi_head_self_attention_is_permutation_equivariant(B, n, num_heads, s
     perm = torch.randperm(n, generator=torch.Generator().manual_seed(perm_seed))
     with torch.no_grad():
         out = mha(x, x, x)
-        weights = mha.attn  # the weights of that call, kept on the module
+        alpha = mha.alpha  # the weights of that call, kept on the module
         out_p = mha(x[:, perm], x[:, perm], x[:, perm])
-        weights_p = mha.attn  # the weights of that call, kept on the module
+        alpha_p = mha.alpha  # the weights of that call, kept on the module
     torch.testing.assert_close(out_p, out[:, perm], atol=ATOL, rtol=0)
-    torch.testing.assert_close(weights_p, weights[:, :, perm][..., perm], atol=ATOL, rtol=0)
+    torch.testing.assert_close(alpha_p, alpha[:, :, perm][..., perm], atol=ATOL, rtol=0)
 
 
 @given(n=st.integers(2, 6), num_heads=st.integers(1, 3), seed=seeds)
@@ -226,7 +227,7 @@ def test_causal_mask_lets_no_future_position_influence_an_output(n, num_heads, s
 )
 def test_the_four_scores_are_interchangeable(batch, m, n, d_q, d_k, d_v, seed, data):
     torch.manual_seed(seed)
-    keys, values = randn(seed, *batch, n, d_k), randn(seed + 1, *batch, n, d_v)
+    key, value = randn(seed, *batch, n, d_k), randn(seed + 1, *batch, n, d_v)
     query_k = randn(seed + 2, *batch, m, d_k)  # the dot scores need d_q == d_k
     query_q = randn(seed + 3, *batch, m, d_q)
     mask = data.draw(st.none() | masks((*batch, m, n)))
@@ -237,11 +238,14 @@ def test_the_four_scores_are_interchangeable(batch, m, n, d_q, d_k, d_v, seed, d
         (AdditiveScore(d_q, d_k, data.draw(st.integers(1, 5))), query_q),
     ]
     for score, query in cases:
-        context, alpha = attention(query, keys, values, score, mask)
+        context, alpha = attention(query, key, value, score, mask)
         assert context.shape == (*batch, m, d_v), type(score).__name__
         assert alpha.shape == (*batch, m, n), type(score).__name__
         assert torch.isfinite(context).all() and (alpha >= 0).all()
         # c_t = sum_i alpha_{t,i} h_i
-        torch.testing.assert_close(context, alpha @ values)
-        expected = masked_softmax(score(query, keys), mask)
+        torch.testing.assert_close(context, alpha @ value)
+        expected = masked_softmax(score(query, key), mask)
         torch.testing.assert_close(alpha, expected)
+        # the boundary's check passes good input through unchanged, to the same result
+        checked_context, checked_alpha = checked(attention)(query, key, value, score, mask)
+        assert torch.equal(checked_context, context) and torch.equal(checked_alpha, alpha)

@@ -92,13 +92,19 @@ def test_translate_and_steps(models, text):
             assert not any(special in out for special in ("<sos>", "<pad>", "<unk>", "<eos>"))
         else:
             assert str(out) == str(got)
-    assert isinstance(models["rnnsearch-dates"].translate("3 May 1979"), str)
+    for model in models.values():  # a bad input before leaves the model working
+        assert model.translate(TEXTS["works"]) == "1979-05-03"
 
 
-@pytest.mark.parametrize("beam", [0, -1, 10**6, 2.5, "3", True, math.nan, None, 3])
-def test_beam_widths(models, beam):
+@pytest.mark.parametrize("beam", [0, -1, 10**6, 2.5, "3", True, math.nan])
+def test_a_bad_beam_width_is_refused_in_one_line(models, beam):
     result = works_or_says_why(models["rnnsearch-dates"].translate, "3 May 1979", beam=beam)
-    assert isinstance(result, (str, ValueError))
+    assert isinstance(result, ValueError) and "beam width" in str(result), result
+
+
+@pytest.mark.parametrize("beam", [None, 1, 3, 64])
+def test_a_good_beam_width_translates(models, beam):
+    assert models["rnnsearch-dates"].translate("3 May 1979", beam=beam) == "1979-05-03"
 
 
 # --------------------------------------------------------------------------- loading
@@ -230,12 +236,15 @@ def test_scaled_dot_explorer_refuses_a_bad_number_of_vectors_in_one_line(models,
     assert "\n" not in str(info.value)
 
 
-@pytest.mark.parametrize("value", [0, -1, 10**30, math.nan, 2.5])
-def test_path_length_explorer_constructor(value):
+@pytest.mark.parametrize(
+    "value, n, k", [(0, 4, 2), (-1, 4, 2), (10**30, 32, 6), (math.nan, 4, 2), (2.5, 4, 2)]
+)
+def test_path_length_explorer_takes_the_nearest_length_and_kernel(value, n, k):
     from attnlab.widgets import PathLengthExplorer
 
     widget = works_or_says_why(PathLengthExplorer, n=value, k=value)
-    assert isinstance(widget, ValueError) or "\n" not in widget.message
+    assert widget.message == "" and (widget.n_slider.value, widget.k_slider.value) == (n, k)
+    assert widget.graphs["cnn"].n == n and widget.graphs["cnn"].k == k  # the frame shown
 
 
 def test_score_lab_given_bad_dates_shows_a_message(models):

@@ -17,17 +17,18 @@ import pytest
 import torch
 
 import attnlab
+from attnlab.models import catalogue
 from attnlab.text.tasks import dates
 from attnlab.training import checkpoints
 from attnlab.training.batches import evaluate
-from attnlab.training.checkpoints import CHECKPOINT_DIR, SHIPPED, CheckpointError
+from attnlab.training.checkpoints import CHECKPOINT_DIR, CheckpointError
 from attnlab.training.config import TEST_SEED_OFFSET
 
 CARD_FIELDS = {
     "kind", "task", "config", "src_vocab", "tgt_vocab", "seed", "steps", "train_seconds",
     "heldout_accuracy", "torch_version", "weights_sha256", "weights_file", "checksum", "format",
 }  # fmt: skip
-KINDS = {"rnnenc": "rnnencdec", "rnnsearch": "rnnsearch", "transformer": "transformer"}
+SHIPPED = catalogue.names()
 
 
 @contextlib.contextmanager
@@ -52,13 +53,13 @@ def only_meta_models():
 def test_every_shipped_model_loads_small_and_fast(name):
     weights = checkpoints.weights_path(name)
     assert weights.parent == CHECKPOINT_DIR and weights.name.startswith(f"{name}.")
-    words = checkpoints.load_card(name).get("tokens") == "word"  # issue 19: 25 MB for all four
+    words = checkpoints.load_card(name).get("tokens") == "word"  # the four: 25 MB in all
     assert weights.stat().st_size <= (10_000_000 if words else 1_000_000)
     assert (CHECKPOINT_DIR / f"{name}.json").stat().st_size <= 1_000_000
     model = attnlab.load(name)  # the 0.3 s target is printed by benchmarks/training.py
-    assert model.kind == KINDS[name.split("-")[0]]
+    shipped = catalogue.entry(name)
+    assert (model.kind, model.card["task"]) == (shipped.kind, shipped.task)  # as catalogued
     assert CARD_FIELDS <= set(model.card)
-    assert name.split("-", 1)[1].startswith(model.card["task"])  # dates-dot: dates; en-fr
     assert not model.training
     assert model.max_src_len == model.card["config"]["max_src_len"]
     assert model.src_vocab.to_list() == model.card["src_vocab"]
@@ -80,6 +81,28 @@ def test_card_accuracy_is_what_the_model_scores():
     assert card["heldout_seed"] == TEST_SEED_OFFSET + card["seed"]
     pairs = dates(card["heldout_examples"], seed=card["heldout_seed"])
     assert evaluate(model, pairs)["exact_match"] == pytest.approx(card["heldout_accuracy"])
+
+
+def test_the_catalogue_lists_every_card_of_the_checkpoint_folder_once():
+    cards = sorted(p.stem for p in CHECKPOINT_DIR.glob("*.json"))
+    assert sorted(SHIPPED) == cards and len(set(SHIPPED)) == len(SHIPPED)
+    assert checkpoints.available() == cards
+
+
+def test_the_catalogue_answers_by_field_and_refuses_a_misspelt_one():
+    assert catalogue.names(task="dates", kind="transformer") == ("transformer-dates",)
+    assert catalogue.names(score="dot") == ("rnnsearch-dates-dot",)
+    assert catalogue.lecture_model("rnnsearch") == "rnnsearch-dates"  # before the score models
+    assert catalogue.lecture_model("rnnencdec", "reverse") == "rnnenc-reverse"
+    assert set(catalogue.names(offered=False)) == set(catalogue.names(task="reverse"))
+    with pytest.raises(TypeError, match="no field 'kinds'"):
+        catalogue.names(kinds="rnnsearch")
+    with pytest.raises(ValueError, match="no shipped model 'rnnsearch-klingon'"):
+        catalogue.entry("rnnsearch-klingon")
+
+
+def test_attnlab_load_is_the_checkpoint_loader():
+    assert attnlab.load is checkpoints.load  # one function: attnlab.load?? shows what runs
 
 
 def test_unknown_name_lists_the_names():

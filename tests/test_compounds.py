@@ -3,7 +3,7 @@
 
 from attnlab.text.compounds import CompoundSplitter
 from attnlab.text.vocab import detokenize, tokenize
-from attnlab.training.config import LANGUAGE_RECIPES
+from attnlab.training.config import recipe
 from attnlab.training.translation import segmented
 
 WORDS = ["datenträger", "details", "kategorie", "manager", "status", "abhängigkeit"] * 3
@@ -47,9 +47,9 @@ def test_a_lone_joiner_is_punctuation_not_a_part():
 
 def test_only_the_german_recipe_splits_compounds():
     pairs = [("Volume Details", "Datenträgerdetails")] + [("x", w) for w in WORDS]
-    assert LANGUAGE_RECIPES["transformer-en-de"].split_compounds
-    assert segmented(pairs, LANGUAGE_RECIPES["transformer-en-de"])[0] == (
+    assert recipe("transformer-en-de").train.split_compounds
+    assert segmented(pairs, recipe("transformer-en-de").train)[0] == (
         "Volume Details",
         "datenträger@@ details",
     )
-    assert segmented(pairs, LANGUAGE_RECIPES["transformer-en-fr"]) == pairs
+    assert segmented(pairs, recipe("transformer-en-fr").train) == pairs

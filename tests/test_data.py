@@ -18,7 +18,7 @@ from attnlab.text.tasks import (
 )
 from attnlab.text.vocab import SPECIALS, InvalidInput, Vocab, normalise
 
-ISSUE_FORMS = [
+REQUIRED_FORMS = [
     "%d %B %Y",
     "%B %d, %Y",
     "%A, %d %B %Y",
@@ -51,8 +51,8 @@ def test_dates_targets_are_the_iso_form_of_the_source():
         assert src in written
 
 
-def test_every_form_of_the_issue_is_generated_padded_unpadded_and_lower_case():
-    assert set(ISSUE_FORMS) <= set(BASE_DATE_FORMATS) <= set(DATE_FORMATS)
+def test_every_required_form_is_generated_padded_unpadded_and_lower_case():
+    assert set(REQUIRED_FORMS) <= set(BASE_DATE_FORMATS) <= set(DATE_FORMATS)
     assert any("%-d" in f for f in DATE_FORMATS)
     srcs = [s for s, _ in dates(5000, seed=0)]
     assert any(re.fullmatch(r"\d \w+ \d{4}", s) for s in srcs)  # "3 May 1979": day unpadded
@@ -144,3 +144,22 @@ def test_normalise_strips_collapses_and_lowers():
     for bad in ["", "   ", "\n\t", None, 3]:
         with pytest.raises(InvalidInput):
             normalise(bad, v)
+
+
+def test_a_vocabulary_holds_its_symbols_characters_or_words():
+    chars = Vocab("ab-")
+    words = Vocab(["close", "all", "tabs"], level="word")
+    assert chars.symbols == ("a", "b", "-") and words.symbols == ("close", "all", "tabs")
+    assert words.itos[len(SPECIALS) :] == list(words.symbols) == words.to_list()
+    assert Vocab(words.to_list(), level="word") == words  # as a card stores and loads it
+    assert Vocab("ab") != Vocab("ba") and Vocab(["a"], level="word") != Vocab("a")
+    assert words.encode("Close tabs") == [4, 6] and words.pad == 0 and words.unk == 3
+
+
+def test_padding_and_the_teacher_forced_input_use_the_vocabularys_pad():
+    from attnlab.text.padding import padded, teacher_forced_input
+
+    v = Vocab("ab")
+    assert padded([[4, 5, 2], [5, 2]], v.pad).tolist() == [[4, 5, 2], [5, 2, v.pad]]
+    assert padded([[4]], v.pad, length=3).tolist() == [[4, v.pad, v.pad]]
+    assert teacher_forced_input([[4, 5], []], v).tolist() == [[v.sos, 4, 5], [v.sos, v.pad, v.pad]]

@@ -1,4 +1,4 @@
-"""The word models on real language (issue 19): they load, read words, survive bad input,
+"""The word models on real language: they load, read words, survive bad input,
 and beat the baselines on the held-out test split."""
 
 import json
@@ -11,11 +11,13 @@ import torch
 import attnlab
 from attnlab.decode import allowed_tokens, copy_unknown, decode, steps
 from attnlab.experiments.language import MODELS, RESULTS_FILE, load_results
+from attnlab.models import catalogue
 from attnlab.text.corpus import load_corpus
 from attnlab.text.vocab import EOS, UNK, InvalidInput, Vocab, detokenize, tokenize
-from attnlab.training.checkpoints import CHECKPOINT_DIR, SHIPPED, load_card, weights_path
+from attnlab.training.batches import copy_targets
+from attnlab.training.checkpoints import CHECKPOINT_DIR, load_card, weights_path
 from attnlab.training.evaluate import Dictionary, copy_baseline, score, translate_all
-from attnlab.training.translation import align_targets, copy_targets, encode_word_pairs, unk_lexicon
+from attnlab.training.translation import align_targets, encode_word_pairs, unk_lexicon
 
 NAMES = list(MODELS)
 ATTENTION = ["rnnsearch-en-fr", "transformer-en-fr", "transformer-en-de"]
@@ -65,7 +67,7 @@ def test_character_vocabularies_are_unchanged():
 # --------------------------------------------------------------------------- shipped models
 @pytest.mark.parametrize("name", NAMES)
 def test_the_models_are_shipped_and_load(models, name):
-    assert name in SHIPPED
+    assert name in catalogue.names()
     model = models[name]
     card = load_card(name)
     assert card["tokens"] == "word" and model.src_vocab.level == "word"
@@ -167,9 +169,10 @@ def test_training_targets_hold_unk_where_a_word_is_looked_up_or_copied():
     # word dropout made "open" <unk> in the source: its translation "ouvrir" follows
     dropped = torch.tensor([[True, False, False]])
     d = {k: v[1:2] for k, v in data.items()}  # "Open JupyterLab"
-    tgt_in, tgt_out = copy_targets(dropped, d["tgt_in"], d["tgt_out"], d["align"])
+    tgt_in, tgt_out = copy_targets(dropped, d["tgt_in"], d["tgt_out"], d["align"], tgt.unk)
     assert tgt_out.tolist() == [[3, 6, 2]] and tgt_in.tolist() == [[1, 3, 6]]
-    none = copy_targets(torch.zeros(1, 3, dtype=torch.bool), d["tgt_in"], d["tgt_out"], d["align"])
+    nothing = torch.zeros(1, 3, dtype=torch.bool)
+    none = copy_targets(nothing, d["tgt_in"], d["tgt_out"], d["align"], tgt.unk)
     assert none[1].tolist() == d["tgt_out"].tolist()
 
 
@@ -190,9 +193,11 @@ def test_the_models_copy_words_they_cannot_read(models, name):
     texts = [en for en, _ in pairs]
     batched = translate_all(model, texts)
     copies = 0
-    for text, out in zip(texts, batched, strict=True):
+    for k, (text, out) in enumerate(zip(texts, batched, strict=True)):
         d = decode(model, text)
-        assert d.text == out == model.translate(text)
+        assert d.text == out
+        if k < 10:  # translate is decode's text: a few suffice
+            assert model.translate(text) == out
         words = model.src_vocab.tokens(model.prepare(text))
         for t in np.flatnonzero(d.copied):
             i = int(d.alpha[-1, :, t].mean(axis=0).argmax())
@@ -228,11 +233,17 @@ def test_bad_input_is_one_clear_line(models, name, what):
 @pytest.mark.parametrize("name", NAMES)
 @pytest.mark.parametrize("what", ODD)
 def test_odd_input_gives_a_bounded_output(models, name, what):
-    model = models[name]
-    d = decode(model, ODD[what])  # never an exception from inside torch
-    assert len(d.output_tokens) <= model.max_tgt_len
-    assert isinstance(d.text, str)
-    assert d.source_tokens[-1] == EOS
+    model, text = models[name], ODD[what]
+    d = decode(model, text)  # never an exception from inside torch
+    T, n = len(d.output_tokens), len(d.source_tokens)
+    assert T <= model.max_tgt_len and d.source_tokens[-1] == EOS
+    # what the model read: words it knows, every other word as <unk>
+    assert all(t in model.src_vocab.stoi for t in d.source_tokens), d.source_tokens
+    # what it wrote: no <pad>, <sos> or <eos> inside, one probability and one alpha row a step
+    assert not {"<pad>", "<sos>", EOS} & set(d.output_tokens), d.output_tokens
+    assert d.probs.shape == (T,) and all(0 < p <= 1 for p in d.probs)
+    assert d.alpha.shape[-2:] == (T, n) and np.allclose(d.alpha.sum(-1), 1, atol=1e-4)
+    assert d.text == detokenize(d.output_tokens) == model.translate(text)
 
 
 def test_character_models_still_refuse_unknown_characters():
@@ -244,7 +255,17 @@ def test_character_models_still_refuse_unknown_characters():
 
 # --------------------------------------------------------------------------- the scores
 @pytest.fixture(scope="module")
-def sample_scores(models):
+def outputs_on_test_split(models):
+    """name -> the model's batched translation of its whole test split, computed once: the
+    scores and the cards both read these."""
+    return {
+        name: translate_all(models[name], [en for en, _ in load_corpus(lang)["test"]])
+        for name, lang in MODELS.items()
+    }
+
+
+@pytest.fixture(scope="module")
+def split_scores(outputs_on_test_split):
     """BLEU and chrF of every model and baseline on the whole test split (batched: seconds)."""
     out = {}
     for lang in ("fr", "de"):
@@ -255,38 +276,36 @@ def sample_scores(models):
             "dictionary": score(Dictionary(load_corpus(lang)["train"]).translate_all(src), ref),
         }
     for name, lang in MODELS.items():
-        pairs = load_corpus(lang)["test"]
-        out[name] = score(
-            translate_all(models[name], [en for en, _ in pairs]), [t for _, t in pairs]
-        )
+        out[name] = score(outputs_on_test_split[name], [t for _, t in load_corpus(lang)["test"]])
     return out
 
 
+@pytest.mark.slow  # the whole test split, and the dictionary baseline is trained (IBM-1)
 @pytest.mark.parametrize("name", ATTENTION)
-def test_attention_models_beat_both_baselines(sample_scores, name):
+def test_attention_models_beat_both_baselines(split_scores, name):
     """On the test split: BLEU (the papers' metric) and chrF (characters,
     recall-weighted, blind to spaces: the word-by-word dictionary's best score) both above
     copying the source and above the word-by-word dictionary."""
     lang = MODELS[name]
     ours, copy, dictionary = (
-        sample_scores[name],
-        *(sample_scores[lang][b] for b in ("copy", "dictionary")),
+        split_scores[name],
+        *(split_scores[lang][b] for b in ("copy", "dictionary")),
     )
     assert ours["bleu"] > copy["bleu"] + 10 and ours["chrf"] > copy["chrf"] + 10, (ours, copy)
     assert ours["bleu"] > dictionary["bleu"] + 10, (name, ours, dictionary)
     assert ours["chrf"] > dictionary["chrf"] + 1, (name, ours, dictionary)
 
 
-def test_attention_beats_the_model_without_it(sample_scores):
-    enc, search = sample_scores["rnnenc-en-fr"], sample_scores["rnnsearch-en-fr"]
+@pytest.mark.slow  # the whole test split
+def test_attention_beats_the_model_without_it(split_scores):
+    enc, search = split_scores["rnnenc-en-fr"], split_scores["rnnsearch-en-fr"]
     assert search["bleu"] > enc["bleu"] + 3 and search["chrf"] > enc["chrf"] + 3
 
 
-def test_the_cards_report_the_test_split_scores(models):
+@pytest.mark.slow  # the whole test split
+def test_the_cards_report_the_test_split_scores(models, split_scores):
     for name, lang in MODELS.items():
-        card = models[name].card
-        test = load_corpus(lang)["test"]
-        s = score(translate_all(models[name], [en for en, _ in test]), [t for _, t in test])
+        card, s, test = models[name].card, split_scores[name], load_corpus(lang)["test"]
         assert (card["test_bleu"], card["test_chrf"]) == (s["bleu"], s["chrf"])
         assert card["test_examples"] == len(test)
 
@@ -317,7 +336,9 @@ def test_the_verb_final_example_is_real(models):
     d = decode(models["transformer-en-de"], ex["source"])
     assert d.text == ex["output"]
     verb = d.output_tokens[ex["verb_step"]]
-    assert tokenize(ex["reference"])[-1] == verb or verb in tokenize(ex["reference"])
+    words = [w for w in d.output_tokens if w.isalpha()]
+    assert verb == words[-1] == [w for w in tokenize(ex["reference"]) if w.isalpha()][-1]
+    assert verb.endswith(("en", "ern", "eln"))  # an infinitive: the German verb, last
     row = d.alpha[ex["layer"], ex["head"], ex["verb_step"]]
     assert int(row.argmax()) == 0  # the verb, written last, looks at the English verb first
 
@@ -358,9 +379,9 @@ def test_make_train_rebuilds_the_corpus_and_the_word_models():
     make = (Path(__file__).resolve().parents[1] / "Makefile").read_text()
     train = make.split("\ntrain:", 1)[1].split("\n\n", 1)[0]
     for command in (
-        "-m attnlab.text.corpus",
-        "-m attnlab.cli --language all --replace-shipped",
-        "-m attnlab.experiments.language",
+        "-m attnlab corpus --card docs/data-card.md",
+        "-m attnlab train --language all --replace-shipped",
+        "-m attnlab language",
     ):
         assert command in train
     assert "benchmarks/language.py" in make.split("\nbench:", 1)[1].split("\n\n", 1)[0]
@@ -368,50 +389,82 @@ def test_make_train_rebuilds_the_corpus_and_the_word_models():
 
 
 def test_training_never_overwrites_the_shipped_models_unasked(capsys):
-    from attnlab.cli import main
+    from attnlab.__main__ import main
 
     with pytest.raises(SystemExit) as err:
-        main(["--language", "rnnsearch-en-fr", "--out", str(CHECKPOINT_DIR)])
+        main(["train", "--language", "rnnsearch-en-fr", "--out", str(CHECKPOINT_DIR)])
     assert err.value.code == 2 and "--replace-shipped" in capsys.readouterr().err
 
 
 def test_the_language_models_train_from_the_one_command_line(monkeypatch, tmp_path, capsys):
-    """`python -m attnlab.cli --language NAME|all`: the one entry point trains the word models
-    too (what `make train` runs), into the folder asked for, and refuses mixed requests."""
-    from attnlab import cli
-    from attnlab.training import translation
-    from attnlab.training.config import LANGUAGE_RECIPES
+    """`python -m attnlab train --language NAME|all`: the one entry point trains the word
+    models too (what `make train` runs), by their recipes, into the folder asked for, and
+    refuses mixed requests."""
+    from attnlab.__main__ import main
+    from attnlab.training import runs
+    from attnlab.training.config import recipe
+    from attnlab.training.runs import WORD_MODELS
 
     trained = []
-    monkeypatch.setattr(
-        translation, "train_and_save", lambda name, out: trained.append((name, out))
-    )
-    assert cli.main(["--language", "all", "--out", str(tmp_path)]) == 0
-    assert trained == [(name, tmp_path) for name in LANGUAGE_RECIPES]
+    monkeypatch.setattr(runs, "train_and_save", lambda *args: trained.append(args))
+    assert main(["train", "--language", "all", "--out", str(tmp_path)]) == 0
+    assert trained == [(name, tmp_path, recipe(name)) for name in WORD_MODELS]
+    assert {catalogue.entry(name).task for name in WORD_MODELS} == {"en-fr", "en-de"}
     with pytest.raises(SystemExit) as err:
-        cli.main(["--language", "rnnsearch-en-fr", "--all", "--out", str(tmp_path)])
+        main(["train", "--language", "rnnsearch-en-fr", "--all", "--out", str(tmp_path)])
     assert err.value.code == 2 and "--language alone" in capsys.readouterr().err
 
 
+def small_corpus() -> dict:
+    corpus = load_corpus("fr")
+    return {"train": corpus["train"][:400], "dev": corpus["dev"][:20], "test": corpus["test"][:20]}
+
+
+@pytest.mark.slow
 def test_a_few_training_steps_lower_the_loss_and_keep_the_best_dev_weights():
-    """The training loop of the language models (attnlab.training.translation.train) on a tiny budget:
-    it runs the shared teacher-forced step, records the history it promises, and returns the
-    weights of its best dev chrF."""
+    """The one training loop (attnlab.training.loop.fit) on a word recipe, a tiny budget:
+    it records the history it promises and returns the weights of its best dev chrF."""
     from dataclasses import replace
 
-    from attnlab.training.config import LANGUAGE_RECIPES
-    from attnlab.training.translation import train
+    from attnlab.training.config import recipe
+    from attnlab.training.loop import fit
+    from attnlab.training.translation import dev_chrf
 
-    corpus = load_corpus("fr")
-    small = {"train": corpus["train"][:400], "dev": corpus["dev"][:20], "test": []}
-    recipe = replace(LANGUAGE_RECIPES["rnnsearch-en-fr"], max_steps=30, eval_every=10)
-    model, history = train(recipe, small, progress=False)
+    run, small = recipe("rnnsearch-en-fr"), small_corpus()
+    cfg = replace(run.train, max_steps=30, eval_every=10, threads=1)  # one: a shared machine
+    model, history = fit(run.kind, run.task, config=cfg, corpus=small, progress=False)
     assert history["step"] == [10, 20, 30]
     assert all(np.isfinite(history["loss"]))
     assert history["loss"][-1] < history["loss"][0]  # it learns
-    best = history["step"][int(np.argmax(history["dev_chrf"]))]
-    assert history["best_step"] == best
+    best = int(np.argmax(history["dev_chrf"]))
+    assert history["best_step"] == history["step"][best]
+    assert dev_chrf(model, small["dev"]) == history["dev_chrf"][best]  # those weights
     assert not model.training
+
+
+@pytest.mark.slow
+def test_a_word_recipe_saves_a_loadable_fp16_checkpoint_and_its_scores(tmp_path, monkeypatch):
+    """train_and_save on a word recipe: the same card writer as the date models, with the
+    test split's BLEU and chrF, the unknown-word lexicon and fp16 weights."""
+    from dataclasses import replace
+
+    from attnlab.training import runs
+    from attnlab.training.config import recipe
+
+    small = small_corpus()
+    monkeypatch.setattr(runs, "load_corpus", lambda lang: small)
+    run = recipe("rnnsearch-en-fr")
+    run = replace(run, train=replace(run.train, max_steps=4, eval_every=2, threads=1))
+    runs.train_and_save("rnnsearch-en-fr", tmp_path, run, progress=False)
+    model = attnlab.load("rnnsearch-en-fr", tmp_path)
+    card = model.card
+    assert card["task"] == "en-fr" and card["tokens"] == "word" and card["steps"] == 4
+    assert card["test_examples"] == 20 and set(card["baselines"]) == {"copy", "dictionary"}
+    assert card["unk_lexicon"] == model.unk_lexicon and model.src_vocab.level == "word"
+    assert card["history"]["step"] == [2, 4] and len(card["history"]["dev_chrf"]) == 2
+    assert card["train"]["word_dropout"] == run.train.word_dropout
+    outputs = translate_all(model, [en for en, _ in small["test"]])
+    assert score(outputs, [t for _, t in small["test"]])["chrf"] == card["test_chrf"]
 
 
 # --------------------------------------------------------------------------- dropout

@@ -1,8 +1,10 @@
-"""The deck's demo helpers (attnlab.lecture.demos) show what the models and the core really do."""
+"""The deck's demo helpers (attnlab.lecture) show what the models and the core really do."""
 
 import ast
 import inspect
 import json
+import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -13,9 +15,21 @@ from attnlab import attention as A
 from attnlab import lecture
 from attnlab.decode import decode
 from attnlab.experiments.language import load_results
+from attnlab.lecture import measurements, reversal
 from attnlab.pictures import typography
 from attnlab.text.corpus import split_of
 from attnlab.training.checkpoints import CHECKPOINT_DIR
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_every_helper_the_deck_calls_is_on_the_package_face():
+    deck = (ROOT / "notebooks" / "07_attention.py").read_text()
+    code = "\n".join(line for line in deck.splitlines() if not line.lstrip().startswith("#"))
+    called = set(re.findall(r"\blecture\.([A-Za-z_]\w*)", code))
+    assert {"show_source", "rare_words_counts", "held_out_example"} <= called
+    assert sorted(name for name in called if not hasattr(lecture, name)) == []
+    assert called <= set(lecture.__all__)
 
 
 def test_table_renders_html_and_aligned_text():
@@ -69,7 +83,8 @@ def test_model_table_reads_accuracy_and_parameters_from_the_cards():
 
 
 def test_the_cards_parameter_counts_are_the_models(transformer):
-    assert transformer.card["parameters"] == lecture.count_parameters(transformer)
+    by_tensor = sum(t.numel() for t in transformer.state_dict().values())  # no buffers
+    assert transformer.card["parameters"] == transformer.num_parameters() == by_tensor
 
 
 def test_model_table_names_an_unknown_model():
@@ -91,8 +106,8 @@ def test_reverse_demo_marks_right_and_wrong_answers():
 
 
 def test_mark_wrong_counts_wrong_and_missing_digits():
-    assert lecture._mark_wrong("1249", "1234") == "2/4 digits wrong: 1249"
-    assert lecture._mark_wrong("12", "1234") == "2/4 digits wrong: 12"
+    assert reversal._mark_wrong("1249", "1234") == "2/4 digits wrong: 1249"
+    assert reversal._mark_wrong("12", "1234") == "2/4 digits wrong: 12"
 
 
 # ----------------------------------------------------------------------------- pictures
@@ -193,10 +208,10 @@ def test_alignment_failure_marks_the_first_wrong_digit():
 
 
 def test_first_wrong_finds_a_wrong_extra_or_missing_digit():
-    assert lecture._first_wrong("123", "123") is None
-    assert lecture._first_wrong("124", "123") == 2
-    assert lecture._first_wrong("12", "123") == 2
-    assert lecture._first_wrong("1234", "123") == 3
+    assert reversal._first_wrong("123", "123") is None
+    assert reversal._first_wrong("124", "123") == 2
+    assert reversal._first_wrong("12", "123") == 2
+    assert reversal._first_wrong("1234", "123") == 3
 
 
 def test_timings_cover_every_length():
@@ -279,11 +294,11 @@ def test_keeping_every_head_changes_nothing_and_the_hooks_go_away(transformer):
     tgt_in = torch.tensor([[transformer.tgt_vocab.sos]])
     with torch.no_grad():
         before = transformer(src, torch.tensor([src.shape[1]]), tgt_in)
-        handles = lecture._keep_heads(transformer, {0, 1, 2, 3})
+        handles = measurements._keep_heads(transformer, {0, 1, 2, 3})
         same = transformer(src, torch.tensor([src.shape[1]]), tgt_in)
         for h in handles:
             h.remove()
-        handles = lecture._keep_heads(transformer, {0})
+        handles = measurements._keep_heads(transformer, {0})
         one = transformer(src, torch.tensor([src.shape[1]]), tgt_in)
         for h in handles:
             h.remove()
@@ -321,14 +336,14 @@ def test_self_attention_heads_draws_every_head(transformer):
 
 # ----------------------------------------------------------------------------- cached measurements
 def test_the_cached_head_study_is_what_the_model_measures_now(transformer):
-    cached = lecture.measurements()["head_study"]
+    cached = lecture.read_measurements()["head_study"]
     live = lecture.head_study(attnlab.load(cached["model"]), n=cached["n"])
     assert live.rows == cached["rows"] and live.header == cached["header"]
     assert lecture.heads_measured().rows == cached["rows"]
 
 
 def test_the_cached_flops_are_what_the_counter_measures_now():
-    cached = lecture.measurements()["flops_per_step"]
+    cached = lecture.read_measurements()["flops_per_step"]
     for kind, gflop in cached["gflop"].items():
         assert lecture.flops_per_step(kind, cached["task"], batch=cached["batch"]) == gflop
 
@@ -349,9 +364,23 @@ def test_equal_compute_reads_the_cards_and_the_cached_flops():
     assert enc[3] == f"{card['steps'] * 4.0 / 1000:.1f}"
 
 
+def test_written_measurements_read_back_and_the_thread_count_is_restored(tmp_path, monkeypatch):
+    measured = {"flops_per_step": {"batch": 2}, "head_study": {"rows": [["all heads", "ü"]]}}
+    monkeypatch.setattr(measurements, "measure", lambda: measured)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(2)  # not the one thread the measurements run on
+    try:
+        path = lecture.write_measurements(tmp_path / "deck.json")
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(threads)
+    assert path == tmp_path / "deck.json"
+    assert lecture.read_measurements(path) == measured
+
+
 def test_measurements_name_the_missing_file(tmp_path):
-    with pytest.raises(FileNotFoundError, match="python -m attnlab.lecture.demos"):
-        lecture.measurements(tmp_path / "deck.json")
+    with pytest.raises(FileNotFoundError, match="python -m attnlab deck"):
+        lecture.read_measurements(tmp_path / "deck.json")
 
 
 def test_table_gives_the_first_column_its_width_and_left_aligns_headers():

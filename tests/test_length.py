@@ -7,8 +7,10 @@ import json
 import pytest
 
 import attnlab
-from attnlab.experiments import length
-from attnlab.experiments.length import BINS, load_results, measure
+from attnlab.__main__ import main
+from attnlab.experiments import length, length_run
+from attnlab.experiments.length import BINS, load_results
+from attnlab.experiments.length_run import measure
 from attnlab.training.checkpoints import CHECKPOINT_DIR
 
 
@@ -51,7 +53,7 @@ def test_attention_holds_up_on_long_inputs(results):
 
 def test_results_are_what_the_shipped_models_score(results, tmp_path, capsys):
     """Re-measuring every shipped model (no training) gives the shipped numbers."""
-    length.main(["--eval-only", "--out", str(tmp_path / "again.json")])
+    main(["length", "--eval-only", "--out", str(tmp_path / "again.json")])
     again = load_results(tmp_path / "again.json")
     assert again["models"] == results["models"] and again["bins"] == results["bins"]
     assert "wrote" in capsys.readouterr().out
@@ -98,20 +100,27 @@ def test_replacing_shipped_files_needs_the_flag_and_bad_arguments_are_refused(
     args, capsys, monkeypatch, tmp_path
 ):
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path))
-    monkeypatch.setattr(length, "run", lambda **k: pytest.fail("ran without the flag"))
+    from attnlab.training import runs
+
+    monkeypatch.setattr(runs, "train_length_models", lambda *a, **k: pytest.fail("trained"))
+    monkeypatch.setattr(length_run, "run", lambda **k: pytest.fail("ran without the flag"))
     with pytest.raises(SystemExit) as exit:
-        length.main(args)
+        main(["length", *args])
     assert exit.value.code == 2
     errors = [line for line in capsys.readouterr().err.splitlines() if "error:" in line]
     assert len(errors) == 1
 
 
 def test_without_the_flag_it_trains_into_the_users_folder(monkeypatch, tmp_path):
+    from attnlab.training import runs
+
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path))
-    calls = []
-    monkeypatch.setattr(length, "run", lambda **k: calls.append(k))
-    assert length.main(["--max-steps", "3"]) == 0
-    (call,) = calls
-    assert call["checkpoint_dir"] == tmp_path / "attnlab" / "checkpoints"
+    trained, measured = [], []
+    monkeypatch.setattr(runs, "train_length_models", lambda *a, **k: trained.append((a, k)))
+    monkeypatch.setattr(length_run, "run", lambda **k: measured.append(k))
+    assert main(["length", "--max-steps", "3"]) == 0
+    folder = tmp_path / "attnlab" / "checkpoints"
+    assert trained == [((folder,), {"names": None, "max_steps": 3})]
+    (call,) = measured
+    assert call["checkpoint_dir"] == folder
     assert call["out"] == tmp_path / "attnlab" / "results" / "length.json"
-    assert call["max_steps"] == 3 and call["train"]

@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from attnlab.attention import SCORES
-from attnlab.models.registry import MODEL_KINDS, ModelKind, build_model
-from attnlab.models.rnn import RNNConfig, RNNSearch
+from attnlab.models.registry import MODEL_KINDS, build_model
+from attnlab.models.rnn import RNNConfig, RNNEncDec, RNNSearch
 from attnlab.models.transformer import Transformer, TransformerConfig
 from attnlab.text.tasks import TASKS
 from attnlab.text.vocab import InvalidInput
@@ -198,7 +198,7 @@ def test_transformer_forward_returns_logits_and_keeps_every_weight(batch):
     assert w["encoder_self"].shape == (B, L, h, n, n)
     assert w["decoder_self"].shape == (B, L, h, T, T)
     assert w["cross"].shape == (B, L, h, T, n)
-    torch.testing.assert_close(w["cross"][:, -1], model.decoder_layers[-1].cross_attn.attn)
+    torch.testing.assert_close(w["cross"][:, -1], model.decoder_layers[-1].cross_attn.alpha)
     # padded source positions get no attention
     for i, length in enumerate(batch["src_len"].tolist()):
         assert float(w["cross"][i, ..., length:].abs().sum()) == 0.0
@@ -212,13 +212,20 @@ def test_kept_weights_before_any_pass_is_a_one_line_error():
 
 
 # --------------------------------------------------------------------------- the registry
-def test_the_registry_has_one_spelling_of_each_kind():
-    assert list(MODEL_KINDS) == KINDS
-    for name, entry in MODEL_KINDS.items():
-        assert isinstance(entry, ModelKind) and entry.name == name
-        assert entry.model_class.kind == name
-        model = build_model(name, TASK.src_vocab, TASK.tgt_vocab, entry.config_class())
-        assert isinstance(model, entry.model_class) and model.kind == name
+def test_each_kind_builds_its_own_class_with_the_config_given():
+    expected = {
+        "rnnencdec": (RNNEncDec, RNNConfig),
+        "rnnsearch": (RNNSearch, RNNConfig),
+        "transformer": (Transformer, TransformerConfig),
+    }
+    assert list(MODEL_KINDS) == KINDS == list(expected)
+    src, tgt = TASK.src_vocab, TASK.tgt_vocab
+    for name, (model_class, config_class) in expected.items():
+        config = config_class(max_src_len=9, max_tgt_len=7)  # not the defaults
+        model = build_model(name, src, tgt, config)
+        assert type(model) is model_class and model.kind == name, name
+        assert model.config == config and (model.max_src_len, model.max_tgt_len) == (9, 7)
+        assert (model.src_vocab.itos, model.tgt_vocab.itos) == (src.itos, tgt.itos)
 
 
 def test_build_model_takes_a_config_as_a_dict():
@@ -250,3 +257,42 @@ def test_rnnsearch_precomputes_U_h_once_per_source(batch):
             for t in range(3):
                 out = model.step(state, batch["tgt_in"][:, t])
                 state = out.state
+
+
+# --------------------------------------------------------------------------- names that say what
+@torch.no_grad()
+def test_the_transformer_is_its_encoder_stack_then_its_decoder_stack(batch):
+    model = _model("transformer")
+    memory, src_mask = model.run_encoder(batch["src"], batch["src_len"])
+    assert memory.shape == (*batch["src"].shape, model.config.d_model)
+    logits = model.run_decoder(batch["tgt_in"], memory, src_mask)
+    torch.testing.assert_close(logits, model(batch["src"], batch["src_len"], batch["tgt_in"]))
+    # one meaning of `decode`: decoding a text (attnlab.decode.decode), no method beside it
+    assert not hasattr(model, "decode") and not hasattr(model, "encode")
+
+
+# --------------------------------------------------------------------------- threads
+def test_torch_threads_sets_the_count_inside_and_restores_it_after_an_error():
+    from attnlab.models.threads import torch_threads
+
+    before = torch.get_num_threads()
+    target = 2 if before == 1 else 1
+    with pytest.raises(RuntimeError, match="inside"), torch_threads(target):
+        assert torch.get_num_threads() == target
+        raise RuntimeError("inside")
+    assert torch.get_num_threads() == before
+
+
+def test_only_the_one_context_manager_sets_torch_threads():
+    """Every thread setting in the package goes through attnlab.models.threads."""
+    from pathlib import Path
+
+    package = Path(__file__).resolve().parents[1] / "src" / "attnlab"
+    setters = sorted(
+        str(path.relative_to(package))
+        for path in package.rglob("*.py")
+        if "set_num_threads(" in path.read_text(encoding="utf-8")
+    )
+    # guard/ also puts back a thread count that a student's code changed, and says so
+    assert "models/threads.py" in setters
+    assert [s for s in setters if s != "models/threads.py" and not s.startswith("guard/")] == []

@@ -1,8 +1,8 @@
 """nbgrader releases the committed exercises notebook as it is and autogrades it.
 
-In a temporary course directory: ``python -m attnlab.checks.course source`` writes the instructor
-version, ``nbgrader generate_assignment`` must turn it back into exactly the committed student
-version, and ``nbgrader autograde`` must give a solved submission every point except those of
+In a temporary course directory: ``python -m attnlab course NOTEBOOK COURSE_DIR`` writes the
+instructor version, ``nbgrader generate_assignment`` must turn it back into exactly the committed
+student version, and ``nbgrader autograde`` must give a solved submission every point except those of
 the one exercise left blank.  (Slow: nbgrader runs the whole notebook in a kernel, about a
 minute on two shared cores.)
 """
@@ -10,6 +10,7 @@ minute on two shared cores.)
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -19,6 +20,8 @@ import pytest
 
 from attnlab.checks import course
 
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOK = ROOT / "notebooks" / "07_attention_exercises.ipynb"  # the student version
 BIN = Path(sys.executable).parent  # nbgrader calls `alembic` from the environment's bin
 ASSIGNMENT = "lecture07"
 CONFIG = """c = get_config()
@@ -45,7 +48,7 @@ def nbgrader(course_dir: Path, *args: str) -> None:
 def course_dir(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("course")
     (root / "nbgrader_config.py").write_text(CONFIG)
-    course.write_source(root, ASSIGNMENT)
+    course.write_source(NOTEBOOK, root, ASSIGNMENT)
     nbgrader(root, "generate_assignment", ASSIGNMENT)
     return root
 
@@ -54,8 +57,27 @@ def notebook(path: Path) -> nbformat.NotebookNode:
     return nbformat.read(path, as_version=4)
 
 
+def test_the_repository_protected_is_the_given_notebooks(tmp_path):
+    """The tool learns which checkout to keep out of from the notebook it is given (the folder
+    above it holding pyproject.toml), not from where the package is installed."""
+    checkout = tmp_path / "checkout"
+    (checkout / "notebooks").mkdir(parents=True)
+    (checkout / "pyproject.toml").write_text("[project]\n")
+    student = checkout / "notebooks" / NOTEBOOK.name
+    shutil.copy(NOTEBOOK, student)
+    assert course.repository_of(student) == checkout.resolve()
+    assert course.repository_of(NOTEBOOK) == ROOT
+    with pytest.raises(course.CourseError, match=f"inside {checkout.resolve()}.*refusing"):
+        course.write_source(student, checkout / "course")
+    written = course.write_source(student, tmp_path / "course")
+    assert written == (tmp_path / "course" / "source" / ASSIGNMENT / NOTEBOOK.name).resolve()
+    assert "### BEGIN SOLUTION" in written.read_text()
+    with pytest.raises(course.CourseError, match="no exercises notebook"):
+        course.write_source(tmp_path / "missing.ipynb", tmp_path / "course2")
+
+
 def test_the_source_holds_solutions_and_hidden_tests(course_dir):
-    source = notebook(course_dir / "source" / ASSIGNMENT / course.NOTEBOOK.name)
+    source = notebook(course_dir / "source" / ASSIGNMENT / NOTEBOOK.name)
     text = "\n".join(c.source for c in source.cells)
     assert text.count("### BEGIN SOLUTION") == 9  # the nine exercises
     assert 'return checks.reference("dot_score")(s, h)' in text
@@ -63,18 +85,19 @@ def test_the_source_holds_solutions_and_hidden_tests(course_dir):
 
 
 def test_the_release_is_the_committed_student_version(course_dir):
-    release = notebook(course_dir / "release" / ASSIGNMENT / course.NOTEBOOK.name)
-    committed = notebook(course.NOTEBOOK)
+    release = notebook(course_dir / "release" / ASSIGNMENT / NOTEBOOK.name)
+    committed = notebook(NOTEBOOK)
     assert [c.source for c in release.cells] == [c.source for c in committed.cells]
     graded = [c for c in release.cells if c.metadata.get("nbgrader", {}).get("grade")]
     assert len(graded) == 20 and all(c.metadata["editable"] is False for c in graded)
 
 
+@pytest.mark.slow  # grades a whole executed notebook: about 25 s
 def test_autograde_gives_the_points_of_what_is_solved(course_dir):
     from nbgrader.api import Gradebook
 
-    source = notebook(course_dir / "source" / ASSIGNMENT / course.NOTEBOOK.name)
-    release = notebook(course_dir / "release" / ASSIGNMENT / course.NOTEBOOK.name)
+    source = notebook(course_dir / "source" / ASSIGNMENT / NOTEBOOK.name)
+    release = notebook(course_dir / "release" / ASSIGNMENT / NOTEBOOK.name)
     answers = {  # what a student who measured would write
         "zeros": 'checks.right_answer("padding_zeros")',
         "variance_qk": "64",
@@ -91,7 +114,7 @@ def test_autograde_gives_the_points_of_what_is_solved(course_dir):
                 mine.source = f"{name} = {value}"
     submitted = course_dir / "submitted" / "alice" / ASSIGNMENT
     submitted.mkdir(parents=True)
-    nbformat.write(source, submitted / course.NOTEBOOK.name)
+    nbformat.write(source, submitted / NOTEBOOK.name)
     nbgrader(course_dir, "autograde", ASSIGNMENT)
     with Gradebook(f"sqlite:///{course_dir / 'gradebook.db'}") as gradebook:
         submission = gradebook.find_submission(ASSIGNMENT, "alice")

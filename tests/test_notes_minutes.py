@@ -1,6 +1,6 @@
 """The lecture fits 90 minutes: each slide's speaker notes give its minutes, summed <= 85.
 
-The format agreed with the deck (team LOG, W and D): the last line of a speaker-notes cell is
+The format the deck follows: the last line of a speaker-notes cell is
 exactly ``Minutes: N`` (N an int or a decimal, e.g. ``Minutes: 1.5``), one such line per slide
 of the main path: from the first slide to the "References" slide, inclusive.  Backup slides
 come after References (RISE shows them last) and are not counted.  The check reads the

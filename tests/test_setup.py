@@ -1,4 +1,4 @@
-"""The set-up promised by issue 2: the same pins everywhere, README's two commands, CI.
+"""The set-up: the same pins everywhere, README's two commands, CI.
 
 * environment.yml (conda, Binder, JupyterHub) and pyproject.toml pin identical versions;
 * README.md opens with ``make slides`` and ``make test``;
@@ -16,7 +16,7 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 
-# pins the issue says were verified to work together here
+# pins verified to work together here
 VERIFIED = {
     "torch": "2.13.0",
     "jupyterlab": "4.6.6",

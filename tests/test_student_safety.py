@@ -1,4 +1,4 @@
-"""A student's code cannot break the session, and our tools delete only what they wrote (issue 18).
+"""A student's code cannot break the session, and our tools delete only what they wrote.
 
 Each case runs in a fresh interpreter (a subprocess), as a first call of a session would: a
 cached reference, a patched module or a changed default dtype cannot leak from one test into
@@ -66,25 +66,36 @@ def test_a_reference_computed_while_the_library_is_patched_is_not_poisoned():
 
 
 def test_a_function_replaced_before_the_checks_are_imported_is_not_their_reference():
-    # The user's "mine in the library" comes first, the checks are imported after it.
+    # The user's "mine in the library" comes first, the checks are imported after it: the
+    # library's function is then taken from attention.py's source (the same code, on the
+    # module's globals), and the user's original, put back, counts as the library's own.
+    prelude = PRELUDE.replace(
+        "from attnlab import attention, checks\n", "from attnlab import attention\n"
+    )
+    assert "checks" not in prelude.replace("def out", "")  # nothing of the checks imported yet
     r = run(
         """
+        import sys
         orig = attention.masked_softmax
         attention.masked_softmax = lambda s, m=None: torch.softmax(s * 0.5, -1)
+        imported_early = any(m.startswith(("attnlab.checks", "attnlab.guard")) for m in sys.modules)
         from attnlab import checks
         attention.masked_softmax = orig
         unit = checks.check_masked_softmax(orig)
         inside = checks.in_model("masked_softmax", orig)
+        reference = checks.reference("masked_softmax")
+        scores = torch.randn(2, 3, 5)
         out(unit=unit.ok, unit_msg=unit.message, inside=inside.ok, inside_msg=inside.message,
-            reference=checks.reference("masked_softmax") is orig)
+            early=imported_early, same_code=reference.__code__ == orig.__code__,
+            same_values=torch.equal(reference(scores), orig(scores)))
         """,
-        prelude=PRELUDE.replace(
-            "from attnlab import attention, checks, sandbox", "from attnlab import attention"
-        ),
+        prelude=prelude.replace("from attnlab.guard import sandbox\n", ""),
     )
+    assert not r["early"]
     assert r["unit"], r["unit_msg"]
+    assert "replaced" not in r["unit_msg"], r["unit_msg"]  # orig is back: nothing to say
     assert r["inside"], r["inside_msg"]
-    assert r["reference"]
+    assert r["same_code"] and r["same_values"]
 
 
 def test_a_patch_inside_a_students_function_is_put_back_and_named():
@@ -112,13 +123,13 @@ def test_default_dtype_grad_mode_parameters_and_hooks_are_put_back():
         from attnlab.checks.inside_models import reference_model
         model = reference_model("rnnsearch-dates").model
         before = {k: v.clone() for k, v in model.state_dict().items()}
-        def decode_step(s_prev, h, y_prev, score, cell):
+        def decode_step(s_prev, h, y_prev, score, cell, mask=None):
             torch.set_default_dtype(torch.float64)
             torch.set_grad_enabled(True)
             with torch.no_grad():
                 cell.weight_ih.mul_(0.5)  # the model's own GRU cell
             cell.register_forward_hook(lambda *a: None)
-            return checks.reference("decode_step")(s_prev, h, y_prev, score, cell)
+            return checks.reference("decode_step")(s_prev, h, y_prev, score, cell, mask)
         bad = checks.in_model("decode_step", decode_step)
         same = all(torch.equal(before[k], v) for k, v in model.state_dict().items())
         hooks = sum(len(m._forward_hooks) for m in model.modules())
@@ -182,7 +193,7 @@ def test_an_endless_loop_and_a_sleep_are_stopped_and_the_kernel_stays_usable():
     """)
     for message, seconds in zip(r["messages"], r["times"], strict=True):
         assert "took too long" in message, message
-        assert "your function took longer than 2 s" in message, message  # the issue's words
+        assert "your function took longer than 2 s" in message, message  # the words a student reads
         assert seconds < 15, (message, seconds)  # stopped after about 2 s, not 30 s or never
     assert r["good"]
 
@@ -379,8 +390,9 @@ def test_save_does_not_follow_a_card_that_names_a_file_elsewhere(tmp_path):
 
 
 def course(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
+    exercises = ROOT / "notebooks" / "07_attention_exercises.ipynb"
     return subprocess.run(
-        [sys.executable, "-m", "attnlab.checks.course", "source", *args],
+        [sys.executable, "-m", "attnlab", "course", str(exercises), *args],
         capture_output=True,
         text=True,
         timeout=120,
@@ -451,19 +463,20 @@ def test_the_course_tool_answers_a_file_in_the_way_or_a_read_only_folder_in_one_
         locked.chmod(0o755)
 
 
-def test_the_course_tool_answers_a_read_only_folder_in_one_line(tmp_path, monkeypatch):
+def test_the_course_tool_answers_a_read_only_folder_in_one_line(tmp_path, monkeypatch, capsys):
     """As root a chmod cannot make a folder read-only: the OS's refusal is simulated."""
+    from attnlab.__main__ import main
     from attnlab.checks import course as tool
 
     def denied(path, data):
         raise PermissionError(13, "Permission denied", str(path))
 
     monkeypatch.setattr(tool, "write_atomic", denied)
-    with pytest.raises(SystemExit) as info:
-        tool.main(["source", str(tmp_path)])
-    message = str(info.value)
-    assert "permission denied" in message and "\n" not in message
-    assert message.startswith("attnlab.checks.course: cannot write")
+    exercises = ROOT / "notebooks" / "07_attention_exercises.ipynb"
+    assert main(["course", str(exercises), str(tmp_path)]) == 1
+    message = capsys.readouterr().err
+    assert "permission denied" in message and message.count("\n") == 1
+    assert message.startswith("python -m attnlab course: error: cannot write")
 
 
 def test_a_whole_in_model_has_a_budget_too():

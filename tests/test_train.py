@@ -1,4 +1,5 @@
-"""attnlab.training.loop: reproducible step-counted training, early stop, the command line, the card."""
+"""attnlab.training: the one loop (fit), reproducible step-counted training, early stop, the
+recipes, the command line, the card."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import math
 import os
 import subprocess
 import sys
+import tempfile
 from dataclasses import asdict, replace
 from pathlib import Path
 
@@ -14,17 +16,22 @@ import pytest
 import torch
 
 import attnlab
-from attnlab import cli
-from attnlab.cli import main
-from attnlab.experiments.length import MODELS as LENGTH_MODELS
+from attnlab.__main__ import main as command_line
+from attnlab.models import catalogue
+from attnlab.models.registry import MODEL_KINDS
 from attnlab.text.tasks import TASKS, dates
-from attnlab.training import checkpoints
+from attnlab.training import checkpoints, runs
 from attnlab.training import loop as train
 from attnlab.training.batches import encode_pairs, evaluate
-from attnlab.training.config import LANGUAGE_RECIPES, SHIPPED_RECIPES, TrainConfig, default_configs
+from attnlab.training.config import CORPUS_TASKS, TrainConfig, default_configs, recipe
 from attnlab.training.loop import fit
 
 TINY = TrainConfig(lr=1e-2, max_steps=6, eval_every=3, n_train=300, n_valid=40, batch_size=16)
+
+
+def main(argv: list[str]) -> int:
+    """``python -m attnlab train ARGV``."""
+    return command_line(["train", *argv])
 
 
 def test_encode_pairs_builds_teacher_forcing_tensors():
@@ -43,9 +50,7 @@ def test_encode_pairs_builds_teacher_forcing_tensors():
 
 @pytest.mark.parametrize("kind", ["rnnencdec", "rnnsearch", "transformer"])
 def test_fit_returns_the_model_and_its_history(kind):
-    model, history = fit(
-        kind, "dates", config=replace(TINY, target=None), progress=False, plot=False
-    )
+    model, history = fit(kind, "dates", config=replace(TINY, target=None), progress=False)
     assert model.kind == kind and not model.training
     assert history["step"] == [3, 6] and history["steps"] == 6
     assert len(history["loss"]) == len(history["accuracy"]) == len(history["seconds"]) == 2
@@ -53,9 +58,9 @@ def test_fit_returns_the_model_and_its_history(kind):
 
 
 def test_fit_is_reproducible_from_its_seed():
-    a, ha = fit("rnnsearch", "dates", config=TINY, progress=False, plot=False)
-    b, hb = fit("rnnsearch", "dates", config=TINY, progress=False, plot=False)
-    c, _ = fit("rnnsearch", "dates", config=TINY, seed=1, progress=False, plot=False)
+    a, ha = fit("rnnsearch", "dates", config=TINY, progress=False)
+    b, hb = fit("rnnsearch", "dates", config=TINY, progress=False)
+    c, _ = fit("rnnsearch", "dates", config=TINY, seed=1, progress=False)
     assert ha["loss"] == hb["loss"]
     for x, y in zip(a.parameters(), b.parameters(), strict=True):
         assert torch.equal(x, y)
@@ -64,7 +69,7 @@ def test_fit_is_reproducible_from_its_seed():
 
 def test_fit_stops_early_at_the_target(monkeypatch):
     monkeypatch.setattr(train, "evaluate", lambda model, pairs: {"exact_match": 0.6})
-    _, history = fit("rnnsearch", "dates", config=TINY, target=0.5, progress=False, plot=False)
+    _, history = fit("rnnsearch", "dates", config=TINY, target=0.5, progress=False)
     assert history["steps"] == 3 and history["reached"] == 3
 
 
@@ -74,7 +79,7 @@ def test_fit_stops_early_at_the_target(monkeypatch):
      {"seed": -1}, {"config": replace(TINY, batch_size=0)}, {"config": replace(TINY, lr=math.nan)}],
 )  # fmt: skip
 def test_fit_refuses_bad_settings_before_training(override, monkeypatch):
-    monkeypatch.setattr(train, "_fit", lambda *a: pytest.fail("trained on bad settings"))
+    monkeypatch.setattr(train, "_train", lambda *a: pytest.fail("trained on bad settings"))
     with pytest.raises(ValueError) as err:
         fit("rnnsearch", "dates", **{"config": TINY, **override})
     assert "\n" not in str(err.value)
@@ -82,7 +87,7 @@ def test_fit_refuses_bad_settings_before_training(override, monkeypatch):
 
 def test_fit_learns():
     cfg = replace(TINY, max_steps=40, eval_every=20, batch_size=64, n_train=2000, target=None)
-    _, history = fit("rnnsearch", "dates", config=cfg, progress=False, plot=False)
+    _, history = fit("rnnsearch", "dates", config=cfg, progress=False)
     assert history["loss"][-1] < 0.7 * history["loss"][0]
 
 
@@ -94,19 +99,19 @@ def test_fit_trains_on_its_thread_count_and_restores_the_callers(monkeypatch, fa
         seen.append(torch.get_num_threads())
         if fails:
             raise RuntimeError("training broke")
-        return real_fit(*args)
+        return real_train(*args)
 
-    real_fit = train._fit
-    monkeypatch.setattr(train, "_fit", spy)
+    real_train = train._train
+    monkeypatch.setattr(train, "_train", spy)
     before = torch.get_num_threads()
     torch.set_num_threads(2)  # not the config's count (the test fixture pins 1)
     try:
         config = replace(TINY, max_steps=1, threads=1)
         if fails:
             with pytest.raises(RuntimeError, match="training broke"):
-                fit("rnnsearch", "dates", config=config, progress=False, plot=False)
+                fit("rnnsearch", "dates", config=config, progress=False)
         else:
-            fit("rnnsearch", "dates", config=config, progress=False, plot=False)
+            fit("rnnsearch", "dates", config=config, progress=False)
         assert seen == [1]  # trained on the config's one thread
         assert torch.get_num_threads() == 2  # and the caller's two are back, even after an error
     finally:
@@ -136,6 +141,12 @@ def test_the_shipped_recipes_are_step_budgets():
             assert model_cfg.max_src_len == TASKS[task].max_src_len
     # the length experiment gives both RNNs the same budget
     assert default_configs("rnnencdec", "reverse")[1] == default_configs("rnnsearch", "reverse")[1]
+    for name in runs.WORD_MODELS:  # one config class: the word recipes differ in values only
+        run = recipe(name)
+        assert type(run.train) is TrainConfig and run.train.keep_best and run.train.target is None
+        assert type(run.model) is MODEL_KINDS[run.kind].config_class
+    with pytest.raises(ValueError, match="no recipe for rnnencdec on 'en-de'"):
+        default_configs("rnnencdec", "en-de")
 
 
 #: A run of the command line that takes about a second.
@@ -239,7 +250,7 @@ BAD_ARGS = {
 
 @pytest.mark.parametrize(("args", "names"), BAD_ARGS.values(), ids=BAD_ARGS.keys())
 def test_bad_arguments_are_refused_before_training(args, names, home, capsys, monkeypatch):
-    monkeypatch.setattr(cli, "fit", lambda *a, **k: pytest.fail("trained on bad arguments"))
+    monkeypatch.setattr(runs, "fit", lambda *a, **k: pytest.fail("trained on bad arguments"))
     argv = args if "--model" in args else ["--model", "rnnsearch", *args]
     with pytest.raises(SystemExit) as exit:
         main(argv)
@@ -256,7 +267,7 @@ def test_the_command_line_needs_a_model_or_all(capsys):
 
 
 def test_a_file_in_the_way_is_one_line_before_training(tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr(cli, "fit", lambda *a, **k: pytest.fail("trained before checking"))
+    monkeypatch.setattr(runs, "fit", lambda *a, **k: pytest.fail("trained before checking"))
     (tmp_path / "file").write_text("in the way")
     (tmp_path / "dir" / "rnnsearch-dates.json").mkdir(parents=True)
     for out in ("file", "file/below", "dir"):
@@ -266,7 +277,7 @@ def test_a_file_in_the_way_is_one_line_before_training(tmp_path, capsys, monkeyp
 
 
 def test_a_folder_it_cannot_write_is_one_line_before_training(tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr(cli, "fit", lambda *a, **k: pytest.fail("trained before checking"))
+    monkeypatch.setattr(runs, "fit", lambda *a, **k: pytest.fail("trained before checking"))
     locked = tmp_path / "locked"
     locked.mkdir()
     locked.chmod(0o555)
@@ -275,7 +286,7 @@ def test_a_folder_it_cannot_write_is_one_line_before_training(tmp_path, capsys, 
         def refused(**kwargs):
             raise PermissionError(13, "Permission denied")
 
-        monkeypatch.setattr(cli.tempfile, "NamedTemporaryFile", refused)
+        monkeypatch.setattr(tempfile, "NamedTemporaryFile", refused)
     with pytest.raises(SystemExit) as exit:
         main(["--model", "rnnsearch", "--out", str(locked)])
     assert exit.value.code == 2 and "cannot write" in one_line(capsys.readouterr().err)
@@ -285,7 +296,7 @@ def test_ctrl_c_while_training_writes_nothing_and_says_so(tmp_path, capsys, monk
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(cli, "fit", interrupted)
+    monkeypatch.setattr(runs, "fit", interrupted)
     assert main(["--model", "rnnsearch", "--out", str(tmp_path)]) == 130
     err = capsys.readouterr().err.strip()
     assert "interrupted" in err and "\n" not in err
@@ -311,12 +322,14 @@ def test_ctrl_c_while_saving_leaves_the_old_checkpoint_and_no_temporary_file(tmp
 def test_fit_writes_nothing(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(checkpoints, "save", lambda *a, **k: pytest.fail("fit saved"))
-    fit("rnnsearch", "dates", config=replace(TINY, max_steps=1), progress=False, plot=False)
+    fit("rnnsearch", "dates", config=replace(TINY, max_steps=1), progress=False)
     assert list(tmp_path.iterdir()) == []
 
 
-def test_in_a_notebook_fit_updates_one_picture_in_place(monkeypatch):
+def test_a_live_plot_passed_in_updates_one_picture_in_place(monkeypatch):
     import IPython.display
+
+    from attnlab.pictures.training_plots import LivePlot
 
     shown, updates = [], []
 
@@ -329,51 +342,91 @@ def test_in_a_notebook_fit_updates_one_picture_in_place(monkeypatch):
         return Handle()
 
     monkeypatch.setattr(IPython.display, "display", display)
-    monkeypatch.setattr(train, "_in_notebook", lambda: True)
-    _, history = fit("rnnsearch", "dates", config=replace(TINY, target=None))
+    live = LivePlot("rnnsearch on dates")
+    cfg = replace(TINY, target=None)
+    _, history = fit("rnnsearch", "dates", config=cfg, observer=live, progress=False)
     assert len(shown) == 1 and len(updates) == len(history["step"]) == 2  # one picture
     for image in (*shown, *updates):
         assert image.data[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-def test_python_m_attnlab_cli_refuses_bad_arguments_without_a_traceback():
+def test_an_observer_hears_every_step_and_every_measurement():
+    heard = []
+
+    class Observer:
+        def step(self, step, loss):
+            heard.append(("step", step))
+
+        def measured(self, history, target):
+            heard.append(("measured", history["step"][-1], target))
+
+        def close(self):
+            heard.append(("close",))
+
+    fit(
+        "rnnsearch", "dates", config=replace(TINY, target=0.99), observer=Observer(), progress=False
+    )
+    steps = [("step", k) for k in range(1, 7)]
+    assert heard == [
+        *steps[:3],
+        ("measured", 3, 0.99),
+        *steps[3:],
+        ("measured", 6, 0.99),
+        ("close",),
+    ]
+
+
+def test_the_training_code_imports_no_picture_and_no_command_line():
+    code = (
+        "import sys, attnlab.training.runs; "
+        "print(' '.join(sorted({m.split('.')[1] for m in sys.modules if m.startswith('attnlab.')})))"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    folders = set(run.stdout.split())
+    assert "training" in folders, run.stderr
+    assert not folders & {"pictures", "experiments", "__main__", "lecture", "widgets", "checks"}, folders
+
+
+def test_python_m_attnlab_train_refuses_bad_arguments_without_a_traceback():
     run = subprocess.run(
-        [sys.executable, "-m", "attnlab.cli", "--model", "rnnsearch", "--max-steps", "-5"],
+        [sys.executable, "-m", "attnlab", "train", "--model", "rnnsearch", "--max-steps", "-5"],
         capture_output=True,
         text=True,
         timeout=120,
     )
     assert run.returncode == 2 and "Traceback" not in run.stderr
-    assert "python -m attnlab.cli" in run.stderr and "--max-steps" in one_line(run.stderr)
-
-
-def test_python_m_attnlab_train_points_to_the_cli_and_trains_nothing():
-    run = subprocess.run(
-        [sys.executable, "-m", "attnlab.training.loop", "--model", "rnnsearch"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert run.returncode == 1 and "Traceback" not in run.stderr
-    assert run.stderr.strip() == "the command line is attnlab.cli: python -m attnlab.cli --help"
-    assert "writing checkpoints" not in run.stdout  # train.py did not run the command line
+    assert "python -m attnlab train" in run.stderr and "--max-steps" in one_line(run.stderr)
 
 
 def test_the_recipes_cover_every_shipped_model_and_match_its_card():
-    assert set(SHIPPED_RECIPES) | set(LENGTH_MODELS) | set(LANGUAGE_RECIPES) == set(
-        checkpoints.SHIPPED
-    )
-    for name, (kind, task, changes) in SHIPPED_RECIPES.items():
-        card = checkpoints.load_card(name)
-        assert (card["kind"], card["task"]) == (kind, task)
-        expected = asdict(replace(default_configs(kind, task)[0], **changes))
-        assert expected.pop("dropout") == 0.0  # cards older than the field hold none: 0
-        assert expected == {k: v for k, v in card["config"].items() if k != "dropout"}, name
+    """Every shipped model has a recipe, and its card says it was trained by that recipe."""
+    fields = set(asdict(TrainConfig()))
+    for name in catalogue.names():
+        run, card = recipe(name), checkpoints.load_card(name)
+        assert (card["kind"], card["task"]) == (run.kind, run.task), name
+        assert MODEL_KINDS[run.kind].config_class(**card["config"]) == run.model, name
+        trained = {k: v for k, v in card["train"].items() if k in fields}
+        assert trained == {k: v for k, v in asdict(run.train).items() if k in trained}, name
+        assert len(trained) >= 14, name  # the card names most of the recipe
+    word = [n for n in catalogue.names() if catalogue.entry(n).task in CORPUS_TASKS]
+    assert tuple(word) == runs.WORD_MODELS and runs.DATE_MODELS == catalogue.names(task="dates")
 
 
 def test_all_trains_every_shipped_dates_recipe(tmp_path, monkeypatch):
     jobs = []
-    monkeypatch.setattr(cli, "train_and_save", lambda *a, **k: jobs.append((a, k)))
+    monkeypatch.setattr(runs, "train_and_save", lambda *a, **k: jobs.append(a))
     assert main(["--all", "--max-steps", "7", "--out", str(tmp_path)]) == 0
-    assert [k["name"] for _, k in jobs] == list(SHIPPED_RECIPES)
-    assert all(k["config"].max_steps == 7 for _, k in jobs)
+    assert [name for name, _, _ in jobs] == list(runs.DATE_MODELS)
+    assert all(run.train.max_steps == 7 for _, _, run in jobs)
+    assert [run.model for _, _, run in jobs] == [recipe(n).model for n in runs.DATE_MODELS]
+
+
+def test_the_length_models_train_by_their_recipes(tmp_path, monkeypatch):
+    jobs = []
+    monkeypatch.setattr(runs, "train_and_save", lambda *a, **k: jobs.append(a))
+    runs.train_length_models(tmp_path, max_steps=5)
+    assert [name for name, _, _ in jobs] == list(runs.LENGTH_MODELS)
+    assert runs.LENGTH_MODELS == catalogue.names(task="reverse")
+    lengths = {name: run.train.train_length for name, _, run in jobs}
+    assert lengths["rnnsearch-reverse-30"] == [5, 30] and lengths["rnnsearch-reverse"] == [5, 60]
+    assert all(run.train.max_steps == 5 and out == tmp_path for _, out, run in jobs)

@@ -31,7 +31,9 @@ import attnlab
 from attnlab.attention import causal_mask, dot_score, masked_softmax, scaled_dot_score
 from attnlab.decode import decode
 from attnlab.experiments import path_lengths as paths
+from attnlab.models import catalogue
 from attnlab.models.rnn import RNNConfig, RNNSearch
+from attnlab.models.threads import torch_threads
 from attnlab.models.transformer import Transformer, TransformerConfig
 from attnlab.pictures import typography
 from attnlab.text.vocab import UNK, Vocab
@@ -50,7 +52,7 @@ from attnlab.widgets import (
 )
 from attnlab.widgets.scaled_dot import CAUSAL, D_K, NO_MASK, RANDOM, SCALED, TRAINED, UNSCALED
 
-#: The bad inputs of the issues, each of which must give a message and no exception.
+#: Bad inputs a user may type, each of which must give a message and no exception.
 BAD_INPUTS = {
     "empty": "",
     "only spaces": "     ",
@@ -313,7 +315,9 @@ def test_stepper_offers_the_installed_models(score_models):
     offered = {value for _, value in w.model_chooser.options}
     installed = set(checkpoints.available())
     assert set(score_lab.SCORE_MODELS.values()) <= offered
-    assert {m for m in decode_stepper.MODELS if m in installed} == offered
+    shipped = [(m.label, m.name) for m in catalogue.entries(offered=True) if m.name in installed]
+    assert w.model_chooser.options == tuple(shipped)  # the catalogue's labels, in its order
+    assert "rnnsearch-reverse" not in offered  # the length experiment's: not in the chooser
     w.model_chooser.value = "rnnsearch-dates-general"
     assert w.message == "" and w.translation == "1979-05-03"
 
@@ -337,7 +341,7 @@ def test_stepper_offers_the_shipped_english_french_model_and_its_words():
     assert "rnnsearch-en-fr" in {v for _, v in w.model_chooser.options}
     w.model_chooser.value = "rnnsearch-en-fr"  # the box switches to a phrase of its kind
     assert w.message == "" and w.text.description == "phrase"
-    assert w.text.value == decode_stepper.DEFAULT_TEXT["en-fr"]
+    assert w.text.value == catalogue.TASK_TEXTS["en-fr"].default == "Default cell type"
     d = decode(w.model, w.text.value)
     assert w.source_tokens == d.source_tokens and w.translation == d.text
     assert w.source_tokens[:-1] == w.text.value.lower().split()  # words, not characters
@@ -345,7 +349,38 @@ def test_stepper_offers_the_shipped_english_french_model_and_its_words():
     assert heat["keys_labelled"] == d.source_tokens and heat["queries_labelled"] == d.output_tokens
     check_readable(w.png())
     w.model_chooser.value = "rnnsearch-dates"  # and back: a date again
-    assert w.message == "" and w.text.value == decode_stepper.DEFAULT_DATE
+    assert w.message == "" and w.text.value == catalogue.TASK_TEXTS["dates"].default
+
+
+def test_what_the_box_holds_comes_from_the_catalogue_or_the_card_never_the_name():
+    model = attnlab.load("rnnsearch-dates")
+    model.card = {**model.card, "name": "dates-read-like-en-fr"}  # a name that misleads
+    for widget in (DecodeStepper(model), HeadView(attnlab.load("rnnenc-en-fr"))):
+        assert widget.text.description == ("date" if widget.model is model else "phrase")
+    w = DecodeStepper(model)
+    assert w.text.value == "3 May 1979" and w.message == "" and w.translation == "1979-05-03"
+    w = DecodeStepper("rnnsearch-reverse", "0123456789")  # digits: the catalogue's task
+    assert w.text.description == "digits" and w.translation == "9876543210"
+    assert ("RNNSearch, reversed digits", "rnnsearch-reverse") in w.model_chooser.options
+
+
+def test_widgets_decode_on_one_thread_and_put_the_count_back(rnnsearch, transformer):
+    seen = []
+    real = rnnsearch.step
+
+    def step(*args, **kwargs):  # the count while the widget decodes
+        seen.append(torch.get_num_threads())
+        return real(*args, **kwargs)
+
+    rnnsearch.step = step
+    try:
+        with torch_threads(2):  # the kernel's setting, whatever it is
+            DecodeStepper(rnnsearch)
+            HeadView(transformer)
+            assert torch.get_num_threads() == 2
+    finally:
+        del rnnsearch.step
+    assert seen and set(seen) == {1}
 
 
 @pytest.mark.parametrize("what", list(BAD_PHRASES))
@@ -582,10 +617,14 @@ def test_explorer_random_vectors_are_labelled_by_position_not_words(explorer):
 
 
 def test_explorer_pictures_read_from_the_back(explorer):
-    for index in explorer.grid.indices():
+    assert explorer.message == ""  # the trained Transformer loaded: its frames are drawn too
+    drawn = {id(explorer.grid.frame(index)): index for index in explorer.grid.indices()}
+    trained = [i for i in drawn.values() if explorer.grid.frame(i).data.get("trained")]
+    assert len(trained) == 2 * 2  # scaled or not, masked or not: one frame each, any d_k
+    for index in drawn.values():
         frame = explorer.grid.frame(index)
-        if frame.data:  # the trained frames too, when the model loaded
-            check_readable(frame.view.value, shown_width(frame.view))
+        assert frame.data, f"frame {index} was never drawn"
+        check_readable(frame.view.value, shown_width(frame.view))
 
 
 def test_explorer_trained_mode_uses_the_models_q_and_k(transformer):
@@ -668,8 +707,12 @@ def test_score_lab_dates_work_without_a_kernel_and_typed_ones_are_added(lab):
 
 
 def test_score_lab_reads_from_the_back_with_every_label(score_models):
-    lab = ScoreLab(score_models, dates=["3 May 1979", "Thursday 31 December 1999"])
+    dates = ["3 May 1979", "Thursday 31 December 1999"]
+    lab = ScoreLab(score_models, dates=dates)
+    assert lab.message == "" and len(lab.frames.children) == len(dates)
     for image in lab.frames.children:
+        heats = record(image.value)["heatmaps"]
+        assert len(heats) == len(score_models)  # one panel per score, each checked below
         check_readable(image.value, shown_width(image))
 
 
@@ -762,7 +805,7 @@ def test_path_explorer_exact_count_agrees_with_the_count_and_the_order_stands_ap
                 assert re.fullmatch(r"O\(.+\)", order) and f"<td>{order}</td>" in table
                 assert not re.search(re.escape(order) + r"\s*[:=]", table)  # no number beside it
             assert "counted" in table and "order (Table 1)" in table and "exact count" in table
-    set_path(w, 8, 2)  # the issue's case: the contiguous CNN takes 7 steps, order O(n/k)
+    set_path(w, 8, 2)  # the contiguous CNN takes 7 steps, order O(n/k)
     assert w.exact["cnn"] == ("⌈(n−1)/(k−1)⌉", 7) and w.lengths["cnn"] == 7
     assert "= 4" not in w.table.value
 
@@ -782,9 +825,14 @@ def test_path_explorer_every_slider_works_without_a_kernel(path_explorer):
 
 
 def test_path_explorer_pictures_read_from_the_back(path_explorer):
+    assert list(path_explorer.grids) == list(paths.KINDS)
+    checked = 0
     for grid in path_explorer.grids.values():
         for index in grid.indices():
             check_readable(grid.frame(index).view.value, shown_width(grid.frame(index).view))
+            checked += 1
+    nn, nk = len(path_length.N_VALUES), len(path_length.K_VALUES)
+    assert checked == nn * (1 + nk + nk + 1)  # RNN, CNN and dilated CNN (each k), attention
 
 
 # --------------------------------------------------------------------------- exported state
@@ -843,7 +891,8 @@ def test_head_view_offers_the_installed_transformers_and_reads_a_phrase(word_mod
     w = HeadView()
     offered = {v for _, v in w.model_chooser.options}
     installed = set(checkpoints.available())
-    assert offered == {m for m in head_view.TRANSFORMERS if m in installed}
+    assert offered == {m for m in catalogue.names(kind="transformer") if m in installed}
+    assert {"transformer-dates", "transformer-en-fr", "transformer-en-de"} <= offered
     for what, (text, _) in BAD_PHRASES.items():
         w.text.value = text if what != "emoji" else "3 May 1979 🎉"  # a date model here
         assert w.message and "Traceback" not in w.message, what

@@ -14,10 +14,13 @@ from __future__ import annotations
 __all__ = ["load"]
 
 
-def load(name, directory=None):
-    """A shipped model by name (e.g. "rnnsearch-dates"): :func:`attnlab.training.checkpoints.load`."""
-    # Imported here so that `import attnlab` does not load torch (1.6 s, measured; the
-    # scripts that only need a path or a name stay fast; tests/test_checkpoints.py).
-    from attnlab.training.checkpoints import load as load_checkpoint
+def __getattr__(name: str):
+    # ``attnlab.load`` is :func:`attnlab.training.checkpoints.load` itself (one function, so
+    # ``attnlab.load??`` shows what runs), imported on first use so that `import attnlab`
+    # does not load torch (1.6 s, measured; the scripts that only need a path or a name stay
+    # fast; tests/test_checkpoints.py).
+    if name == "load":
+        from attnlab.training.checkpoints import load
 
-    return load_checkpoint(name, directory)
+        return load
+    raise AttributeError(f"module 'attnlab' has no attribute {name!r}")

@@ -35,6 +35,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from attnlab.text.padding import padded, teacher_forced_input
 from attnlab.text.vocab import EOS, SPECIALS, UNK, Vocab, detokenize
 
 
@@ -74,6 +75,7 @@ __all__ = [
     "copy_unknown",
     "decode",
     "greedy",
+    "read_back",
     "steps",
     "translate_batch",
 ]
@@ -160,8 +162,8 @@ def _masked(logits: Tensor, allowed: Tensor) -> Tensor:
     return logits.masked_fill(~allowed, float("-inf"))
 
 
-def _lengths(src: Tensor, pad: int = 0) -> Tensor:
-    return (src != pad).sum(dim=1)  # (B,)
+def _lengths(model: Seq2Seq, src: Tensor) -> Tensor:
+    return (src != model.src_vocab.pad).sum(dim=1)  # (B,)
 
 
 def check_beam(beam: object) -> None:
@@ -190,8 +192,7 @@ def decode(model: Seq2Seq, text: object, beam: int | None = None) -> Decoding:
 def _read(model: Seq2Seq, prepared: str, src: Tensor, ids: list[int]) -> Decoding:
     """One teacher-forced pass over the output ``ids``: probabilities, alpha, c_t."""
     T, vocab = len(ids), model.tgt_vocab
-    tgt_in = torch.tensor([[vocab.sos, *ids]])  # (1, T + 1): the last step writes <eos>
-    logits, alpha, context = model.alignments(src, _lengths(src), tgt_in)
+    logits, alpha, context = read_back(model, src, _lengths(model, src), [ids])
     p = torch.softmax(_masked(logits[0, :T], allowed_tokens(vocab)), dim=-1)  # (T, V)
     alpha_T = alpha[0, :, :, :T].numpy()  # (L, h, T, n)
     source_words = model.src_vocab.tokens(prepared)
@@ -205,6 +206,18 @@ def _read(model: Seq2Seq, prepared: str, src: Tensor, ids: list[int]) -> Decodin
         level=vocab.level,
         copied=copied,
     )
+
+
+def read_back(
+    model: Seq2Seq, src: Tensor, src_len: Tensor, outputs: list[list[int]]
+) -> tuple[Tensor, Tensor, Tensor | None]:
+    """One teacher-forced pass over the ``outputs`` (ids, each without <eos>) of the sources
+    ``src`` (B, n): logits (B, T + 1, V), alpha (B, L, h, T + 1, n) and context
+    (B, T + 1, d) or None, T the longest output; step t of row b is what the model computes
+    when it writes outputs[b][t] (the last step of each row, its <eos>).  The one read-back:
+    decoding, the checks and the lecture's measurements all use it."""
+    tgt_in = teacher_forced_input(outputs, model.tgt_vocab)  # (B, T + 1)
+    return model.alignments(src, src_len, tgt_in)
 
 
 def copy_unknown(
@@ -247,19 +260,14 @@ def translate_batch(model: Seq2Seq, prepared: list[str]) -> list[str]:
     :func:`copy_unknown`, with alpha from one teacher-forced pass over the batch).
     """
     rows = [model.source_ids(text)[0] for text in prepared]
-    n = max(len(r) for r in rows)
-    src = torch.zeros(len(rows), n, dtype=torch.long)  # (B, n), <pad> = 0
-    for b, r in enumerate(rows):
-        src[b, : len(r)] = r
+    src = padded(rows, model.src_vocab.pad)  # (B, n)
     src_len = torch.tensor([len(r) for r in rows])  # (B,)
     vocab = model.tgt_vocab
     with _evaluating(model):
         ids = greedy(model, src, src_len)
         alpha = None
         if any(vocab.unk in row for row in ids):  # alpha only when something is copied
-            T = max(len(row) for row in ids)
-            tgt_in = torch.tensor([[vocab.sos, *row] + [0] * (T - len(row)) for row in ids])
-            alpha = model.alignments(src, src_len, tgt_in)[1].numpy()  # (B, L, h, T + 1, n)
+            alpha = read_back(model, src, src_len, ids)[1].numpy()  # (B, L, h, T + 1, n)
     out = []
     for b, (text, row) in enumerate(zip(prepared, ids, strict=True)):
         if alpha is None or vocab.unk not in row:
@@ -291,7 +299,7 @@ def greedy(model: Seq2Seq, src: Tensor, src_len: Tensor | None = None) -> list[l
     """
     allowed, eos = allowed_tokens(model.tgt_vocab), model.tgt_vocab.eos
     with _evaluating(model):
-        state = model.start(src, _lengths(src) if src_len is None else src_len)
+        state = model.start(src, _lengths(model, src) if src_len is None else src_len)
         y = torch.full((src.shape[0],), model.tgt_vocab.sos, dtype=torch.long)  # y_0 = <sos>
         done = torch.zeros_like(y, dtype=torch.bool)
         out = []
@@ -330,7 +338,7 @@ def beam_search(model: Seq2Seq, src: Tensor, k: int) -> list[int]:
     allowed = allowed_tokens(model.tgt_vocab)
     finished: list[tuple[float, list[int]]] = []
     with _evaluating(model):
-        state = model.start(src, _lengths(src))
+        state = model.start(src, _lengths(model, src))
         beams = _Beams(torch.tensor([model.tgt_vocab.sos]), torch.zeros(1), [[]])
         for _ in range(model.max_tgt_len):
             step = model.step(state, beams.y)

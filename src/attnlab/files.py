@@ -1,20 +1,58 @@
-"""Files: the package's own folders, and files written whole or not at all (:func:`write_atomic`).
+"""Files: the package's own folders, the user's, and files written whole or not at all.
 
-Everything the package writes (checkpoints, results, notebooks, reports) goes through it, so a
-reader never sees half a file and a failure leaves the old file as it was.
+Everything the package writes (checkpoints, results, notebooks, reports) goes through
+:func:`write_atomic`, so a reader never sees half a file and a failure leaves the old file as
+it was; :func:`check_writable` proves a folder can take the files before the work that makes
+them starts.
 """
 
 from __future__ import annotations
 
 import os
 import secrets
+import tempfile
 from pathlib import Path
 
-__all__ = ["CHECKPOINT_DIR", "RESULTS_DIR", "write_atomic"]
+__all__ = [
+    "CHECKPOINT_DIR",
+    "RESULTS_DIR",
+    "FolderError",
+    "check_writable",
+    "user_checkpoint_dir",
+    "write_atomic",
+]
 
 # What the installed package owns: the shipped checkpoints and the cached results.
 CHECKPOINT_DIR = Path(__file__).resolve().parent / "checkpoints"
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
+
+
+class FolderError(Exception):
+    """A folder cannot take the files meant for it (the message is one line)."""
+
+
+def user_checkpoint_dir() -> Path:
+    """Where the user's own checkpoints go: ``$XDG_DATA_HOME/attnlab/checkpoints``
+    (``~/.local/share/attnlab/checkpoints`` when XDG_DATA_HOME is unset)."""
+    base = os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share"
+    return Path(base) / "attnlab" / "checkpoints"
+
+
+def check_writable(folder: Path, names: list[str]) -> None:
+    """Make ``folder`` if needed and prove it can take the checkpoints ``names`` (NAME.json
+    and its weights), else :class:`FolderError`."""
+    if folder.exists() and not folder.is_dir():
+        raise FolderError(f"{folder} is not a folder")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=folder, prefix=".attnlab-probe-"):
+            pass
+    except OSError as err:
+        raise FolderError(f"cannot write to {folder}: {err.strerror or err}") from None
+    for name in names:
+        card = folder / f"{name}.json"
+        if card.exists() and not card.is_file():
+            raise FolderError(f"{card} is in the way (not a file)")
 
 
 def write_atomic(path: Path | str, data: bytes | str) -> None:

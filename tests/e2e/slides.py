@@ -78,12 +78,12 @@ SCAFFOLDING = re.compile(
     r"|#\s*pragma:\s*no\s*cover|ATTNLAB_SOLUTIONS"
 )
 
-# The readable type at 1280x720 (issue 16), in CSS px as the browser computes them.
+# The readable type at 1280x720, in CSS px as the browser computes them.
 MIN_MARKDOWN_PX, MIN_CODE_PX, MIN_TEXT_PX = 24.0, 20.0, 18.0
 MAX_LABELLED_TOKENS = 40  # heatmaps up to this many keys or queries label every one
 
 LATENCY_MOVES = 5  # slider moves timed per slider in the slideshow
-LATENCY_TARGET_MS = 100.0  # the issue's target for the median (benchmarks print the verdict)
+LATENCY_TARGET_MS = 100.0  # the target for the median (benchmarks print the verdict)
 FIT_TOLERANCE_PX = 1.0  # sub-pixel rounding of the layout
 
 

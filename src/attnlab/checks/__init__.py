@@ -31,8 +31,8 @@ The exercises (names as given to :func:`exercise`; shapes with batch size B):
 ``general_score(s, h, W_a)``       s (B, m, d_s), h (B, n, d_h), W_a (d_s, d_h) -> (B, m, n)
 ``additive_score(s, h, W, U, v)``  W (d_a, d_s), U (d_a, d_h), v (d_a,) -> (B, m, n)
 ``masked_softmax(scores, mask)``   scores (B, m, n), bool mask broadcastable, or None
-``decode_step(s_prev, h, y_prev,   s_prev (B, d_s), h (B, n, d_h), y_prev (B, d_y)
-score, cell)``                     -> (s_t (B, d_s), c_t (B, d_h), alpha (B, n))
+``decode_step(s_prev, h, y_prev,   s_prev (B, d_s), h (B, n, d_h), y_prev (B, d_y), mask
+score, cell, mask=None)``          (B, 1, n) or None -> (s_t (B, d_s), c_t (B, d_h), alpha (B, n))
 ``scaled_dot_product_attention(    Q (B, m, d_k), K (B, n, d_k), V (B, n, d_v), mask or None
 Q, K, V, mask)``                   -> (output (B, m, d_v), weights (B, m, n))
 ``multi_head_attention(query, key, query (B, m, d), key, value (B, n, d), W_* nn.Linear(d, d),
@@ -49,7 +49,7 @@ Inside the trained models
 -------------------------
 ``in_model(name, fn)`` swaps ``fn`` into the shipped model(s) of :data:`IN_MODEL` through
 :mod:`attnlab.guard.parts` (a score gets the model's trained weights; ``decode_step`` is handed the
-model's score and GRU cell; an encoder block its layer's sub-layers), decodes
+model's score, GRU cell and padding mask; an encoder block its layer's sub-layers), decodes
 :data:`IN_MODEL_DATES` held-out dates in one padded batch, and compares with the library's
 decoding (computed once per session): exact match of both, the first date that
 differs, the largest difference in alpha.  The small hidden examples of ``check_<name>`` run
@@ -64,12 +64,17 @@ hooks) is put back and named in the ✗ message ("your function changed
 `attention.masked_softmax`; it was put back"); it has a time budget (about 2 s a call, 10 s
 for an ``in_model``); what it prints is shown once, cut to a few lines; whatever it raises,
 ``SystemExit`` included, becomes a ✗ message; the user's KeyboardInterrupt stops the check
-with a message.  The references are the library's own functions, captured at import, and run
-with the library in place (:func:`attnlab.guard.sandbox.library_in_place`).
+with a message.  The references are the library's own functions, captured at import
+(:data:`attnlab.guard.library.LIBRARY`), and run with the library in place
+(:func:`attnlab.guard.library.library_in_place`).
 
-The package: :mod:`~attnlab.checks.harness` (results, running a check, comparisons),
-:mod:`~attnlab.checks.exercises` (references and checks), :mod:`~attnlab.checks.inside_models`,
-:mod:`~attnlab.checks.questions`.
+The package: :mod:`~attnlab.checks.results` (what a check answers),
+:mod:`~attnlab.checks.harness` (running a check and the student's function),
+:mod:`~attnlab.checks.compare` (the comparisons that name what is wrong),
+:mod:`~attnlab.checks.exercises` (one module per family of exercises, each with its
+references and its checks), :mod:`~attnlab.checks.inside_models` (the exercises inside the
+trained models), :mod:`~attnlab.checks.questions` (predict, then run) and
+:mod:`~attnlab.checks.course` (nbgrader's instructor version).
 
 Questions
 ---------
@@ -80,6 +85,7 @@ measures the answer shows it only once ``answered(answer)``.
 
 from __future__ import annotations
 
+from attnlab.checks.compare import ATOL, ROW_SUM_TOL, RTOL
 from attnlab.checks.exercises import (
     EXERCISES,
     check_additive_score,
@@ -95,16 +101,7 @@ from attnlab.checks.exercises import (
     reference,
     summary,
 )
-from attnlab.checks.harness import (
-    ATOL,
-    CATEGORIES,
-    ENV_VAR,
-    ROW_SUM_TOL,
-    RTOL,
-    CheckResult,
-    Summary,
-    solutions_mode,
-)
+from attnlab.checks.harness import ENV_VAR, solutions_mode
 from attnlab.checks.inside_models import (
     ALPHA_TOL,
     IN_MODEL,
@@ -122,6 +119,7 @@ from attnlab.checks.questions import (
     padded_alpha,
     right_answer,
 )
+from attnlab.checks.results import CATEGORIES, CheckResult, Summary
 
 __all__ = [
     "ENV_VAR",

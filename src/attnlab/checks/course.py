@@ -7,7 +7,7 @@ exercise's name), each check cell an autograded test cell worth one point.  nbgr
 ``### BEGIN SOLUTION`` / ``### END SOLUTION`` and hidden tests that fail when a check fails
 (the checks themselves never raise in the student's mode).  This module writes it::
 
-    python -m attnlab.checks.course source COURSE_DIR [--assignment lecture07] [--force]
+    python -m attnlab course NOTEBOOK COURSE_DIR [--assignment lecture07] [--force]
     cd COURSE_DIR && nbgrader generate_assignment lecture07   # release/: the student version
     nbgrader autograde lecture07                               # after collecting submissions
 
@@ -15,15 +15,16 @@ The solution of each exercise calls the reference, ``checks.reference(name)(...)
 is still one implementation of each equation.  ``nbgrader generate_assignment`` turns the
 source back into exactly the committed student version (tests/test_nbgrader.py checks it).
 
-The tool writes only what it was asked to: never into the repository, never through a
-symlink that leads out of the course folder, and an existing source notebook (an instructor
-may have edited it) only with ``--force``, keeping the old one as ``NAME.bak``.  Each refusal,
-a read-only folder or a file in the way is answered in one line.
+The tool reads the notebook it is given and writes only what it was asked to: never into the
+repository that notebook belongs to (the nearest folder above it holding ``pyproject.toml`` or
+``.git``: :func:`repository_of`) nor the notebook's own folder, never through a symlink that
+leads out of the course folder, and an existing source notebook (an instructor may have edited
+it) only with ``--force``, keeping the old one as ``NAME.bak``.  Each refusal, a read-only
+folder or a file in the way is answered in one line.
 """
 
 from __future__ import annotations
 
-import argparse
 import ast
 import copy
 import shutil
@@ -34,19 +35,13 @@ import nbformat
 from attnlab.files import write_atomic
 
 __all__ = [
-    "NOTEBOOK",
-    "REPOSITORY",
     "ASSIGNMENT",
     "CourseError",
+    "repository_of",
     "source_notebook",
     "write_source",
-    "main",
 ]
 
-#: The student version, as committed.
-NOTEBOOK = Path(__file__).resolve().parents[2] / "notebooks" / "07_attention_exercises.ipynb"
-#: The source checkout the package runs from (None when installed): never written into.
-REPOSITORY = NOTEBOOK.parents[1] if (NOTEBOOK.parents[1] / "pyproject.toml").is_file() else None
 #: The assignment's default name in a course directory.
 ASSIGNMENT = "lecture07"
 
@@ -102,6 +97,15 @@ def _inside(path: Path, folder: Path) -> bool:
     return path == folder or folder in path.parents
 
 
+def repository_of(path: Path) -> Path | None:
+    """The checkout ``path`` lies in: the nearest folder above it holding ``pyproject.toml`` or
+    ``.git`` (None when there is none, e.g. a notebook downloaded on its own)."""
+    for folder in path.resolve().parents:
+        if (folder / "pyproject.toml").is_file() or (folder / ".git").exists():
+            return folder
+    return None
+
+
 def _target(course_dir: Path | str, assignment: str, notebook: Path) -> Path:
     """COURSE/source/ASSIGNMENT/<notebook's name>, resolved, or CourseError saying why not."""
     if Path(assignment).name != assignment or assignment in ("", ".", ".."):
@@ -117,7 +121,7 @@ def _target(course_dir: Path | str, assignment: str, notebook: Path) -> Path:
             f"{course / 'source' / assignment} leads out of the course folder {course} "
             f"(to {resolved.parent}) through a symlink; refusing to write there"
         )
-    for protected in (REPOSITORY, NOTEBOOK.parent, notebook.resolve().parent):
+    for protected in (repository_of(notebook), notebook.resolve().parent):
         if protected is not None and _inside(resolved, protected):
             raise CourseError(
                 f"{resolved} is inside {protected} (the repository or the student version's "
@@ -136,20 +140,21 @@ def _backup(path: Path) -> Path:
 
 
 def write_source(
+    notebook: Path | str,
     course_dir: Path | str,
     assignment: str = ASSIGNMENT,
-    notebook: Path | str = NOTEBOOK,
     force: bool = False,
 ) -> Path:
-    """Write COURSE_DIR/source/<assignment>/<notebook's name> for nbgrader; return its path.
+    """Write COURSE_DIR/source/<assignment>/<notebook's name>, the instructor version of the
+    student version ``notebook``, for nbgrader; return its path.
 
-    Refuses (:class:`CourseError`, one line) to write into the repository or through a symlink
-    that leads out of the course folder, and to replace an existing source notebook (an
-    instructor's edits) unless ``force``; then the old one is kept as ``NAME.bak``.
+    Refuses (:class:`CourseError`, one line) to write into the notebook's repository or folder
+    or through a symlink that leads out of the course folder, and to replace an existing source
+    notebook (an instructor's edits) unless ``force``; then the old one is kept as ``NAME.bak``.
     """
     notebook = Path(notebook)
     if not notebook.is_file():
-        raise CourseError(f"no exercises notebook at {notebook}: pass --notebook PATH")
+        raise CourseError(f"no exercises notebook at {notebook}: give the student version's path")
     path = _target(course_dir, assignment, notebook)
     if path.is_symlink() or (path.exists() and not path.is_file()):
         raise CourseError(f"{path} is in the way (not a regular file); move it away first")
@@ -175,26 +180,3 @@ def write_source(
 
 def _first(err: OSError) -> str:
     return str(err.filename or err)
-
-
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(
-        prog="python -m attnlab.checks.course", description="nbgrader source of the exercises"
-    )
-    sub = parser.add_subparsers(dest="command", required=True)
-    src = sub.add_parser("source", help="write COURSE_DIR/source/ASSIGNMENT/ for nbgrader")
-    src.add_argument("course_dir", type=Path)
-    src.add_argument("--assignment", default=ASSIGNMENT)
-    src.add_argument("--notebook", type=Path, default=NOTEBOOK, help="the student version")
-    src.add_argument(
-        "--force", action="store_true", help="replace an existing source notebook (kept as .bak)"
-    )
-    args = parser.parse_args(argv)
-    try:
-        print(write_source(args.course_dir, args.assignment, args.notebook, args.force))
-    except CourseError as err:
-        raise SystemExit(f"attnlab.checks.course: {err}") from None
-
-
-if __name__ == "__main__":
-    main()

@@ -18,25 +18,18 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
+from attnlab.checks.compare import DEVICE, DTYPE
 from attnlab.checks.exercises import BODIES, self_attention
-from attnlab.checks.harness import (
-    DEVICE,
-    DTYPE,
-    CheckResult,
-    Failure,
-    run_check,
-    session,
-)
-from attnlab.decode import greedy
+from attnlab.checks.harness import run_check, session
+from attnlab.checks.results import CheckResult, Failure
+from attnlab.decode import greedy, read_back
 from attnlab.guard import parts
-from attnlab.guard.sandbox import (
-    OutOfTime,
-    StudentRaised,
-    describe,
-    kind_problem,
-    library_in_place,
-    where,
-)
+from attnlab.guard.budget import OutOfTime
+from attnlab.guard.errors import StudentRaised, describe, kind_problem, where
+from attnlab.guard.library import library_in_place
+from attnlab.models import catalogue
+from attnlab.models.threads import torch_threads
+from attnlab.text.padding import padded
 from attnlab.text.tasks import dates
 from attnlab.training.checkpoints import load
 
@@ -52,15 +45,18 @@ __all__ = [
 
 
 # --------------------------------------------------------------------------- inside the models
+# The lecture's date models (attnlab.models.catalogue); a score runs in the score study's model.
+_RNNSEARCH = catalogue.lecture_model("rnnsearch")
+_TRANSFORMER = catalogue.lecture_model("transformer")
 #: exercise -> the shipped models ``in_model`` runs it in (all of them unless one is named).
 IN_MODEL = {
-    "dot_score": ("rnnsearch-dates-dot",),
-    "general_score": ("rnnsearch-dates-general",),
-    "additive_score": ("rnnsearch-dates",),
-    "masked_softmax": ("rnnsearch-dates", "transformer-dates"),
-    "decode_step": ("rnnsearch-dates",),
-    "scaled_dot_product_attention": ("transformer-dates",),
-    "encoder_block": ("transformer-dates",),
+    "dot_score": catalogue.names(score="dot"),
+    "general_score": catalogue.names(score="general"),
+    "additive_score": (_RNNSEARCH,),
+    "masked_softmax": (_RNNSEARCH, _TRANSFORMER),
+    "decode_step": (_RNNSEARCH,),
+    "scaled_dot_product_attention": (_TRANSFORMER,),
+    "encoder_block": (_TRANSFORMER,),
 }
 IN_MODEL_DATES = 300  # held-out dates decoded in one padded batch (lengths 6 to 28 together)
 IN_MODEL_SEED = 2_000_000  # the cards' held-out seed: dates no model was trained on
@@ -95,7 +91,7 @@ class _Reference:
     targets: list[str]  # their ISO forms
     src: Tensor  # (N, n) padded source ids
     src_len: Tensor  # (N,)
-    tgt_in: Tensor  # (N, T) <sos> + the library's output, for teacher forcing
+    output_ids: list[list[int]]  # the library's outputs, read back by teacher forcing
     valid: Tensor  # (N, T) bool: the steps up to and including each output's <eos>
     outputs: list[str]  # the library's translations
     alpha: Tensor  # (N, L, h, T, n) the library's cross-attention under teacher forcing
@@ -107,31 +103,29 @@ def reference_model(model_name: str) -> _Reference:
     model = load(model_name).eval()
     pairs = dates(IN_MODEL_DATES, seed=IN_MODEL_SEED)
     ids = [model.encode_source(text)[0] for text, _ in pairs]  # each (n_b,), ends <eos>
-    src = nn.utils.rnn.pad_sequence(ids, batch_first=True)  # (N, n), <pad> = 0
+    src = padded(ids, model.src_vocab.pad)  # (N, n)
     src_len = torch.tensor([len(i) for i in ids])
     with torch.no_grad(), library_in_place():  # the library's own, whatever the session holds
         out = greedy(model, src, src_len)
-        tgt_in, valid = _forced_inputs(out, model.tgt_vocab)
-        alpha = model.alignments(src, src_len, tgt_in)[1]  # (N, L, h, T, n)
+        alpha = read_back(model, src, src_len, out)[1]  # (N, L, h, T, n)
     return _Reference(
         model,
         [text for text, _ in pairs],
         [iso for _, iso in pairs],
         src,
         src_len,
-        tgt_in,
-        valid,
+        out,
+        _valid_steps(out),
         [model.tgt_vocab.decode(o) for o in out],
         alpha,
     )
 
 
-def _forced_inputs(outputs: list[list[int]], vocab) -> tuple[Tensor, Tensor]:
-    """tgt_in (N, T) = <sos> y_1..y_k <eos>... and valid (N, T): t <= k, for teacher forcing."""
+def _valid_steps(outputs: list[list[int]]) -> Tensor:
+    """valid (N, T): the read-back's steps t <= k of each output y_1..y_k (its <eos> at k)."""
     T = max(len(o) for o in outputs) + 1  # every output step and its final <eos>
-    rows = [[vocab.sos, *o] + [vocab.eos] * (T - 1 - len(o)) for o in outputs]
     steps = torch.arange(T)[None, :]  # (1, T)
-    return torch.tensor(rows), steps <= torch.tensor([len(o) for o in outputs])[:, None]
+    return steps <= torch.tensor([len(o) for o in outputs])[:, None]
 
 
 class _Student:
@@ -264,7 +258,7 @@ def _decode_with(exercise: str, fn: Callable, model_name: str) -> _InModel:
     session().share(model_name, model)  # what the function changes in it is put back
     try:
         with _swapped(exercise, fn, model, model_name) as student:
-            alpha = model.alignments(ref.src, ref.src_len, ref.tgt_in)[1]  # (N, L, h, T, n)
+            alpha = read_back(model, ref.src, ref.src_len, ref.output_ids)[1]  # (N, L, h, T, n)
             out = greedy(model, ref.src, ref.src_len)
     except StudentRaised as raised:
         error = raised.error
@@ -332,7 +326,7 @@ _IN_MODEL_OK = {
     "scaled_dot_product_attention": "The batch pads the shorter dates and the decoder's causal "
     "mask hides the future, so your mask was used; on its own your function also handles a "
     "fully masked row (a case no date reaches).",
-    "decode_step": "The score handed to your function hides the padding of the shorter dates.",
+    "decode_step": "The model hands your function the padding mask of the shorter dates.",
     "encoder_block": "The batch pads the shorter dates: the `self_attn` handed to your block "
     "hides them.",
 }
@@ -357,14 +351,10 @@ def in_model(exercise_name: str, fn: Callable, model: str | None = None) -> Chec
             raise ValueError(f"{exercise_name} runs in {', '.join(names)}; got model {model!r}")
         names = (model,)
     label = f"{exercise_name} in {' and '.join(names)}"
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # small, latency-bound work: one thread is fastest on shared cores
-    try:
+    with torch_threads(1):  # small, latency-bound work: one thread is fastest on shared cores
         return run_check(
             label, fn, lambda f: _in_model_body(exercise_name, names, f), _usage(exercise_name)
         )
-    finally:
-        torch.set_num_threads(threads)
 
 
 def _usage(exercise_name: str) -> str:

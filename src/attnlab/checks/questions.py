@@ -15,11 +15,13 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from attnlab.checks.harness import CheckResult, Failure, run_check, solutions_mode
+from attnlab.checks.harness import run_check, solutions_mode
 from attnlab.checks.inside_models import reference_model
-from attnlab.decode import greedy
+from attnlab.checks.results import CheckResult, Failure
+from attnlab.decode import greedy, read_back
 from attnlab.experiments.path_lengths import longest_path
-from attnlab.guard.sandbox import library_in_place
+from attnlab.guard.library import library_in_place
+from attnlab.text.padding import padded
 
 __all__ = [
     "PAD_DATE",
@@ -82,13 +84,11 @@ def padded_alpha() -> tuple[list[str], Tensor]:
     (T, PAD_TO) over them while it translates (the first output step is row 0)."""
     model = reference_model("rnnsearch-dates").model
     ids = model.encode_source(PAD_DATE)[0]  # (n,), ends <eos>
-    src = torch.zeros(1, PAD_TO, dtype=torch.long)  # <pad> = 0
-    src[0, : len(ids)] = ids
+    src = padded([ids], model.src_vocab.pad, length=PAD_TO)  # (1, PAD_TO)
     src_len = torch.tensor([len(ids)])
     with torch.no_grad(), library_in_place():
         out = greedy(model, src, src_len)
-        tgt_in = torch.tensor([[model.tgt_vocab.sos, *out[0]]])  # (1, T)
-        alpha = model.alignments(src, src_len, tgt_in)[1][0, 0, 0]  # (T, PAD_TO)
+        alpha = read_back(model, src, src_len, out)[1][0, 0, 0]  # (T, PAD_TO)
     tokens = [*model.source_tokens(PAD_DATE), *["<pad>"] * (PAD_TO - len(ids))]
     return tokens, alpha
 

@@ -1,1 +1,1 @@
-"""Experiments whose results the lecture shows (``python -m attnlab.experiments.length``)."""
+"""Experiments whose results the lecture shows (``python -m attnlab length``, ``language``)."""

@@ -10,29 +10,31 @@ in that attribute runs inside the trained model:
 * ``scaled_dot_product_attention``: ``attnlab.attention.scaled_dot_product_attention``, every
   head of ``MultiHeadAttention``;
 * ``decode_step``: ``RNNSearch.decode_step``, s_t, c_t, alpha_t = decode_step(s_{t-1}, h,
-  y_{t-1}, score, cell);
+  y_{t-1}, score, cell, mask) with mask (B, 1, n) True at the real source tokens;
 * ``encoder_block``: ``forward`` of each ``Transformer.encoder_layers[l]``, x = block(x
   (B, n, d), src_mask (B, 1, n)).
 
 :func:`swap` puts a function in every place of a part for the length of a ``with`` block and
 puts the library's back afterwards, whatever happens inside; ``make(original)`` builds the
 replacement from what it replaces (so a student's score can be handed the trained weights of
-the score it replaces).  The exercises' in-model checks and the DecodeStepper's ``score=``
-both swap through it.  It only swaps: guarding the student's code (a time budget, state put
-back) is :mod:`attnlab.guard.sandbox`'s job.
+the score it replaces); :func:`swapped` swaps one attribute.  They are the library's one way
+to put a function in another's place: the exercises' in-model checks, their references and
+known mistakes (a student's ``self_attn`` in an encoder layer, a bent ``split_heads``), the
+DecodeStepper's ``score=``, and :func:`attnlab.guard.library.library_in_place` all swap through
+them.  They only swap: guarding the student's code (a time budget, state put back) is
+:mod:`attnlab.guard.sandbox`'s job.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
-from types import ModuleType
 
 from torch import nn
 
 from attnlab import attention
 
-__all__ = ["PARTS", "Part", "places", "swapped", "swap"]
+__all__ = ["PARTS", "ABSENT", "Part", "places", "swapped", "swap"]
 
 #: The parts a function can be swapped in for, and what each is.
 PARTS = {
@@ -43,6 +45,10 @@ PARTS = {
     "decode_step": "RNNSearch's decoding step (s_{t-1}, h, y_{t-1}) -> (s_t, c_t, alpha_t)",
     "encoder_block": "a Transformer encoder layer x -> x + SelfAttn(LN(x)) -> ... + FFN(LN(x))",
 }
+
+
+#: Given as the function to :func:`swapped`: the attribute is not there inside the block.
+ABSENT = object()
 
 
 class Part(nn.Module):
@@ -82,19 +88,24 @@ def swapped(owner: object, name: str, fn: Callable) -> Iterator[Callable]:
     Where the owner holds a module there, ``fn`` is wrapped in a :class:`Part` (an
     ``nn.Module`` accepts only a module in a module's place).  An attribute the owner only
     inherited (a method, a class attribute) is removed again rather than copied onto it.
+    ``fn`` = :data:`ABSENT` removes the owner's own attribute for the block (an attribute a
+    user added to a library class, say).
     """
-    inherited = not isinstance(owner, ModuleType) and name not in _own_attributes(owner)
-    original = getattr(owner, name)
-    if isinstance(original, nn.Module) and not isinstance(fn, nn.Module):
-        fn = Part(fn)
-    setattr(owner, name, fn)
+    own = name in _own_attributes(owner)
+    original = getattr(owner, name) if own else ABSENT
+    if fn is ABSENT:
+        delattr(owner, name)
+    else:
+        if isinstance(getattr(owner, name, None), nn.Module) and not isinstance(fn, nn.Module):
+            fn = Part(fn)
+        setattr(owner, name, fn)
     try:
         yield fn
     finally:
-        if inherited:
-            delattr(owner, name)
-        else:
+        if original is not ABSENT:
             setattr(owner, name, original)
+        elif name in _own_attributes(owner):  # it was inherited, or not there at all
+            delattr(owner, name)
 
 
 def _own_attributes(owner: object) -> set[str]:

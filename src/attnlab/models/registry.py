@@ -1,7 +1,7 @@
 """The one registry of model kinds: ``"rnnencdec"``, ``"rnnsearch"``, ``"transformer"``.
 
-Loading (:mod:`attnlab.training.checkpoints`) and training (:mod:`attnlab.training.loop`, :mod:`attnlab.cli`) build models through
-:func:`build_model`; the training CLI's ``--model`` takes these names.  (Checkpoint *file*
+Loading (:mod:`attnlab.training.checkpoints`) and training (:mod:`attnlab.training.loop`) build
+models through :func:`build_model`; ``python -m attnlab train --model`` takes these names.  (Checkpoint *file*
 names such as ``rnnenc-dates`` are names of files, not kinds.)
 
     >>> from attnlab.text.vocab import get_task

@@ -57,17 +57,23 @@ def _encode(gru: nn.GRU, x: Tensor, src_len: Tensor) -> tuple[Tensor, Tensor]:
 
 
 def decode_step(
-    s_prev: Tensor, h: Tensor, y_prev: Tensor, score: Callable, cell: nn.GRUCell
+    s_prev: Tensor,
+    h: Tensor,
+    y_prev: Tensor,
+    score: Callable,
+    cell: nn.GRUCell,
+    mask: Tensor | None = None,
 ) -> tuple[Tensor, Tensor, Tensor]:
     r"""One decoding step with attention (Bahdanau et al.): the exercise's function, and the
     model's.
 
     s_prev (B, S) = s_{t-1}, h (B, n, 2H) = h_1..h_n, y_prev (B, E) = the embedded y_{t-1},
-    score(queries (B, m, S), keys (B, n, 2H)) -> (B, m, n), cell a GRUCell
+    score(queries (B, m, S), keys (B, n, 2H)) -> (B, m, n), cell a GRUCell, mask (B, 1, n)
+    True at the real source tokens (None: every h_i is real)
     -> s_t (B, S), c_t (B, 2H), alpha_t (B, n).
     """
-    # alpha_{t,i} = softmax_i(score(s_{t-1}, h_i)),  c_t = sum_i alpha_{t,i} h_i
-    c, alpha = attention(s_prev[:, None, :], h, h, score)  # (B, 1, 2H), (B, 1, n)
+    # alpha_{t,i} = softmax_i(score(s_{t-1}, h_i)) over the allowed i,  c_t = sum_i alpha_{t,i} h_i
+    c, alpha = attention(s_prev[:, None, :], h, h, score, mask)  # (B, 1, 2H), (B, 1, n)
     c, alpha = c[:, 0], alpha[:, 0]  # c_t: (B, 2H), alpha_t: (B, n)
     s = cell(torch.cat([y_prev, c], dim=-1), s_prev)  # s_t = f(s_{t-1}, y_{t-1}, c_t)
     return s, c, alpha
@@ -97,8 +103,8 @@ class RNNEncDec(_RecurrentSeq2Seq):
         super().__init__(src_vocab, tgt_vocab, config.max_src_len, config.max_tgt_len)
         self.config = config
         E, H, S = config.emb, config.enc_hidden, config.dec_hidden
-        self.src_emb = nn.Embedding(len(src_vocab), E, padding_idx=0)
-        self.tgt_emb = nn.Embedding(len(tgt_vocab), E, padding_idx=0)
+        self.src_emb = nn.Embedding(len(src_vocab), E, padding_idx=src_vocab.pad)
+        self.tgt_emb = nn.Embedding(len(tgt_vocab), E, padding_idx=tgt_vocab.pad)
         self.encoder = nn.GRU(E, H, batch_first=True)
         self.init_state = nn.Linear(H, S)  # s_0 = tanh(W_s c)
         self.decoder = nn.GRUCell(E + H, S)  # s_t = GRU(s_{t-1}, [y_{t-1}; c])
@@ -133,8 +139,8 @@ class RNNSearch(_RecurrentSeq2Seq):
         super().__init__(src_vocab, tgt_vocab, config.max_src_len, config.max_tgt_len)
         self.config = config
         E, H, S = config.emb, config.enc_hidden, config.dec_hidden
-        self.src_emb = nn.Embedding(len(src_vocab), E, padding_idx=0)
-        self.tgt_emb = nn.Embedding(len(tgt_vocab), E, padding_idx=0)
+        self.src_emb = nn.Embedding(len(src_vocab), E, padding_idx=src_vocab.pad)
+        self.tgt_emb = nn.Embedding(len(tgt_vocab), E, padding_idx=tgt_vocab.pad)
         self.encoder = nn.GRU(E, H, batch_first=True, bidirectional=True)
         self.init_state = nn.Linear(H, S)  # s_0 = tanh(W_s backward h_1)
         # e_{t,i} = score(s_{t-1}, h_i), with s in R^S and h_i in R^{2H}
@@ -157,19 +163,15 @@ class RNNSearch(_RecurrentSeq2Seq):
 
     def step(self, state: State, y_prev: Tensor) -> StepOutput:
         y = self.tgt_emb(y_prev)  # y_{t-1}: (B, E)
-        s, c, alpha = self.decode_step(state["s"], state["h"], y, self._score(state), self.decoder)
+        s, c, alpha = self.decode_step(
+            state["s"], state["h"], y, self._score(state), self.decoder, state["mask"]
+        )
         logits = self.out(self.drop(torch.cat([s, c, y], dim=-1)))  # W_o [s_t; c_t; y_{t-1}]
         return StepOutput(logits, alpha[:, None, None, :], c, {**state, "s": s})
 
     def _score(self, state: State) -> Callable[[Tensor, Tensor], Tensor]:
-        """e_{t,i} = score(s_{t-1}, h_i) for this batch, the padding hidden: the lowest float
-        there, so that exp(e - max e) = 0 and alpha_{t,i} = 0 at every padded position."""
-        score, mask = self.score, state["mask"]  # mask (B, 1, n): True at real source tokens
-        if "Uh" in state and isinstance(score, AdditiveScore):
-            score = partial(score, Uh=state["Uh"])  # U h_i, computed once per source
-
-        def masked(query: Tensor, keys: Tensor) -> Tensor:  # (B, 1, d_s), (B, n, 2H)
-            e = score(query, keys)  # (B, 1, n)
-            return e.masked_fill(~mask, torch.finfo(e.dtype).min)
-
-        return masked
+        """e_{t,i} = score(s_{t-1}, h_i) for this batch (the padding is the mask's business:
+        decode_step hands ``state["mask"]`` to masked_softmax)."""
+        if "Uh" in state and isinstance(self.score, AdditiveScore):
+            return partial(self.score, Uh=state["Uh"])  # U h_i, computed once per source
+        return self.score

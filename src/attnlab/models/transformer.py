@@ -8,9 +8,9 @@ Encoder layer:  x <- x + SelfAttn(LN(x));   x <- x + FFN(LN(x))
 Decoder layer:  y <- y + MaskedSelfAttn(LN(y));   y <- y + CrossAttn(LN(y), memory);
                 y <- y + FFN(LN(y))
 
-Two choices differ from the paper, because they train faster at this size (measured on dates
-before the project began: pre-LN with a 100-step warm-up reached 99% exact match in 18 s,
-while scaling the embeddings by sqrt(d_model) left it at 26-31% after 60 s): LayerNorm
+Two choices differ from the paper, because they train faster at this size (measured on dates:
+pre-LN with a 100-step warm-up reached 99% exact match in 18 s, while scaling the embeddings
+by sqrt(d_model) left it at 26-31% after 60 s): LayerNorm
 *before* each sub-layer (pre-LN), and embeddings not multiplied by sqrt(d_model) (at
 d_model = 64 that drowns the positional encoding).  Dropout as in the paper's "residual
 dropout" (P_drop): on each sub-layer's output before it is added, and on the sum of the
@@ -18,7 +18,7 @@ embeddings and the positional encoding; 0 (no dropout) unless the config says ot
 (the date models have none, the real-language ones need it: a few thousand sentences).
 
 As in the Annotated Transformer, ``forward`` returns the logits only, and every attention
-keeps the weights of its last call (``layer.self_attn.attn``, ``layer.cross_attn.attn``):
+keeps the weights of its last call (``layer.self_attn.alpha``, ``layer.cross_attn.alpha``):
 :meth:`Transformer.kept_weights` stacks them, :meth:`Transformer.attention_weights` reads them
 after decoding a text.
 Shapes: B batch, n source length, T target length, d = d_model, h heads, L layers.
@@ -33,7 +33,7 @@ import torch
 from torch import Tensor, nn
 
 from attnlab.attention import MultiHeadAttention, causal_mask, padding_mask, positional_encoding
-from attnlab.decode import decode as decode_text
+from attnlab.decode import decode
 from attnlab.models.base import Seq2SeqModel, State, StepOutput
 from attnlab.text.vocab import EOS, Vocab
 
@@ -56,7 +56,7 @@ def _ffn(d: int, d_ff: int) -> nn.Sequential:
 
 
 class EncoderLayer(nn.Module):
-    """x <- x + SelfAttn(LN(x)); x <- x + FFN(LN(x)).  The weights stay on ``self_attn.attn``."""
+    """x <- x + SelfAttn(LN(x)); x <- x + FFN(LN(x)).  The weights stay on ``self_attn.alpha``."""
 
     def __init__(self, d: int, h: int, d_ff: int, dropout: float = 0.0):
         super().__init__()
@@ -74,7 +74,7 @@ class EncoderLayer(nn.Module):
 class DecoderLayer(nn.Module):
     """y <- y + MaskedSelfAttn(LN(y)); y <- y + CrossAttn(LN(y), memory); y <- y + FFN(LN(y)).
 
-    The weights stay on ``self_attn.attn`` (B, h, T, T) and ``cross_attn.attn`` (B, h, T, n).
+    The weights stay on ``self_attn.alpha`` (B, h, T, T) and ``cross_attn.alpha`` (B, h, T, n).
     """
 
     def __init__(self, d: int, h: int, d_ff: int, dropout: float = 0.0):
@@ -103,8 +103,8 @@ class Transformer(Seq2SeqModel):
         super().__init__(src_vocab, tgt_vocab, config.max_src_len, config.max_tgt_len)
         self.config = config
         d, h, L, d_ff = config.d_model, config.num_heads, config.num_layers, config.d_ff
-        self.src_emb = nn.Embedding(len(src_vocab), d, padding_idx=0)
-        self.tgt_emb = nn.Embedding(len(tgt_vocab), d, padding_idx=0)
+        self.src_emb = nn.Embedding(len(src_vocab), d, padding_idx=src_vocab.pad)
+        self.tgt_emb = nn.Embedding(len(tgt_vocab), d, padding_idx=tgt_vocab.pad)
         p = config.dropout
         self.encoder_layers = nn.ModuleList(EncoderLayer(d, h, d_ff, p) for _ in range(L))
         self.decoder_layers = nn.ModuleList(DecoderLayer(d, h, d_ff, p) for _ in range(L))
@@ -116,17 +116,17 @@ class Transformer(Seq2SeqModel):
         n, d = ids.shape[1], self.config.d_model
         return self.drop(emb(ids) + positional_encoding(n, d))  # token + PE[pos]: (B, n, d)
 
-    # ---------------------------------------------------------------- encoder / decoder
-    def encode(self, src: Tensor, src_len: Tensor) -> tuple[Tensor, Tensor]:
-        """src (B, n) -> memory (B, n, d), src_mask (B, 1, n)."""
+    # ---------------------------------------------------------------- the two stacks
+    def run_encoder(self, src: Tensor, src_len: Tensor) -> tuple[Tensor, Tensor]:
+        """The encoder stack: src (B, n) -> memory (B, n, d), src_mask (B, 1, n)."""
         src_mask = padding_mask(src_len, src.shape[1])[:, None, :]  # (B, 1, n)
         x = self._embed(self.src_emb, src)
         for layer in self.encoder_layers:  # each block a replaceable part (attnlab.guard.parts)
             x = layer(x, src_mask)
         return self.enc_ln(x), src_mask
 
-    def decode(self, tgt_in: Tensor, memory: Tensor, src_mask: Tensor) -> Tensor:
-        """tgt_in (B, T) -> logits (B, T, V)."""
+    def run_decoder(self, tgt_in: Tensor, memory: Tensor, src_mask: Tensor) -> Tensor:
+        """The decoder stack on the memory: tgt_in (B, T) -> logits (B, T, V)."""
         y = self._embed(self.tgt_emb, tgt_in)
         for layer in self.decoder_layers:
             y = layer(y, memory, src_mask)
@@ -134,8 +134,8 @@ class Transformer(Seq2SeqModel):
 
     def forward(self, src: Tensor, src_len: Tensor, tgt_in: Tensor) -> Tensor:
         """Teacher forcing, all T positions at once: src (B, n), tgt_in (B, T) -> (B, T, V)."""
-        memory, src_mask = self.encode(src, src_len)
-        return self.decode(tgt_in, memory, src_mask)
+        memory, src_mask = self.run_encoder(src, src_len)
+        return self.run_decoder(tgt_in, memory, src_mask)
 
     def kept_weights(self) -> dict[str, Tensor]:
         """The weights every attention kept from the last forward pass, every layer and head.
@@ -143,25 +143,25 @@ class Transformer(Seq2SeqModel):
         ``encoder_self`` (B, L, h, n, n), ``decoder_self`` (B, L, h, T, T), ``cross``
         (B, L, h, T, n).
         """
-        if self.decoder_layers[0].cross_attn.attn is None:
+        if self.decoder_layers[0].cross_attn.alpha is None:
             raise ValueError("no weights kept yet: run the model (a forward pass or a decoding)")
         return {
-            "encoder_self": torch.stack([lay.self_attn.attn for lay in self.encoder_layers], 1),
-            "decoder_self": torch.stack([lay.self_attn.attn for lay in self.decoder_layers], 1),
-            "cross": torch.stack([lay.cross_attn.attn for lay in self.decoder_layers], 1),
+            "encoder_self": torch.stack([lay.self_attn.alpha for lay in self.encoder_layers], 1),
+            "decoder_self": torch.stack([lay.self_attn.alpha for lay in self.decoder_layers], 1),
+            "cross": torch.stack([lay.cross_attn.alpha for lay in self.decoder_layers], 1),
         }
 
     # ---------------------------------------------------------------- decoding protocol
     def start(self, src: Tensor, src_len: Tensor) -> State:
-        memory, src_mask = self.encode(src, src_len)
+        memory, src_mask = self.run_encoder(src, src_len)
         prefix = torch.zeros(src.shape[0], 0, dtype=torch.long)  # y_0..y_{t-1} so far
         return {"memory": memory, "src_mask": src_mask, "prefix": prefix}
 
     def step(self, state: State, y_prev: Tensor) -> StepOutput:
         # No key/value cache: the decoder re-reads its whole prefix (tiny sequences).
         prefix = torch.cat([state["prefix"], y_prev[:, None]], dim=1)  # (B, t)
-        logits = self.decode(prefix, state["memory"], state["src_mask"])  # (B, t, V)
-        alpha = torch.stack([lay.cross_attn.attn[:, :, -1] for lay in self.decoder_layers], 1)
+        logits = self.run_decoder(prefix, state["memory"], state["src_mask"])  # (B, t, V)
+        alpha = torch.stack([lay.cross_attn.alpha[:, :, -1] for lay in self.decoder_layers], 1)
         return StepOutput(logits[:, -1], alpha, None, {**state, "prefix": prefix})  # (B, L, h, n)
 
     def alignments(
@@ -181,7 +181,7 @@ class Transformer(Seq2SeqModel):
         the attentions after :func:`attnlab.decode.decode`, whose last pass reads the whole
         output (the <eos> step included).
         """
-        decoding = decode_text(self, text)
+        decoding = decode(self, text)
         return {
             **{key: w[0].numpy() for key, w in self.kept_weights().items()},  # drop the batch axis
             "source_tokens": decoding.source_tokens,
@@ -204,7 +204,7 @@ class Transformer(Seq2SeqModel):
         inputs = []  # z = LN(x) of each call of that attention: (1, n, d)
         hook = attn.register_forward_pre_hook(lambda _, args: inputs.append(args[0]))
         try:
-            decode_text(self, text)
+            decode(self, text)
         finally:
             hook.remove()
         z = inputs[0]  # the encoder runs once per decoding

@@ -1,8 +1,8 @@
 """Figures on their own Agg canvas, and their PNG bytes: no pyplot state, no GUI.
 
-Every picture of the lecture is drawn into a :func:`new_figure` (or a :func:`slide_figure`,
-rendered at the px it is shown at), so it works the same in a kernel, in a test and in
-``nbconvert``.  :func:`png_bytes` turns the rendered buffer into PNG bytes for an
+Every picture of the lecture is drawn into a :func:`new_figure` (a :func:`shown_figure` when
+its type is sized for the px it is shown at, a :func:`slide_figure` when it is also rendered at
+those px), so it works the same in a kernel, in a test and in ``nbconvert``.  :func:`png_bytes` turns the rendered buffer into PNG bytes for an
 ``ipywidgets.Image``; :func:`cache_background` / :func:`restore_background` are the two halves
 of blitting (redraw only what moves).
 """
@@ -20,7 +20,14 @@ from PIL.PngImagePlugin import PngInfo
 
 from attnlab.pictures.typography import RECORD_KEY, TYPE, TypeSizes, picture_record
 
-__all__ = ["new_figure", "slide_figure", "png_bytes", "cache_background", "restore_background"]
+__all__ = [
+    "new_figure",
+    "shown_figure",
+    "slide_figure",
+    "png_bytes",
+    "cache_background",
+    "restore_background",
+]
 
 
 def new_figure(width: float, height: float, dpi: int = 100, layout: str | None = None) -> Figure:
@@ -28,6 +35,19 @@ def new_figure(width: float, height: float, dpi: int = 100, layout: str | None =
     fig = Figure(figsize=(width, height), dpi=dpi, layout=layout)
     FigureCanvasAgg(fig)
     return fig
+
+
+def shown_figure(
+    width: float,
+    height: float,
+    shown_width_px: float,
+    dpi: int = 100,
+    layout: str | None = "constrained",
+) -> tuple[Figure, TypeSizes]:
+    """A figure ``width`` x ``height`` inches, and the lecture's sizes (pt) for it when the
+    slide shows it ``shown_width_px`` wide: its type is then :data:`TYPE` px tall there."""
+    fig = new_figure(width, height, dpi=dpi, layout=layout)
+    return fig, TYPE.at(width, shown_width_px)
 
 
 def slide_figure(
@@ -38,8 +58,7 @@ def slide_figure(
     For widget pictures: the ``widgets.Image`` is ``width_px`` wide, so one rendered pixel is
     one pixel on the slide.
     """
-    fig = new_figure(width_px / dpi, height_px / dpi, dpi=dpi, layout=layout)
-    return fig, TYPE.at(width_px / dpi, width_px)
+    return shown_figure(width_px / dpi, height_px / dpi, width_px, dpi=dpi, layout=layout)
 
 
 def png_bytes(fig: Figure, draw: bool = False, palette: bool = False) -> bytes:

@@ -1,9 +1,9 @@
-"""Small drawing primitives for the lecture's diagrams: boxes, nodes, arrows, a canvas.
+"""Small drawing primitives for the lecture's diagrams: boxes, nodes, arrows, a figure.
 
 Every picture in ``pics/`` is drawn from these few pieces by :mod:`attnlab.pictures.figures`.
 A diagram lives on one axes in *data units* with an equal aspect ratio, so a box of
 width 2 and height 1 really is twice as wide as it is tall, and one unit is the same
-length in x and y.  :func:`canvas` sizes the figure from the data limits, so nothing is
+length in x and y.  :func:`diagram_figure` sizes the figure from the data limits, so nothing is
 stretched and there is no white margin to crop.
 
 Colours are the Okabe-Ito palette, which stays distinguishable with the common kinds of
@@ -21,11 +21,13 @@ from matplotlib.axes import Axes
 from matplotlib.colors import to_rgb
 from matplotlib.figure import Figure
 
+from attnlab.pictures.canvas import new_figure
+
 __all__ = [
     "OKABE_ITO",
     "Box",
     "tint",
-    "canvas",
+    "diagram_figure",
     "box",
     "node",
     "arrow",
@@ -110,19 +112,19 @@ def tint(color: str, amount: float = 0.65) -> tuple[float, float, float]:
     return (r + (1 - r) * amount, g + (1 - g) * amount, b + (1 - b) * amount)
 
 
-def canvas(
+def diagram_figure(
     xlim: tuple[float, float], ylim: tuple[float, float], inches_per_unit: float = 0.8
 ) -> tuple[Figure, Axes]:
     """A figure with one frameless axes spanning it, ``inches_per_unit`` inches per data unit.
 
     The figure size follows from the limits (``width = (x1 - x0) * inches_per_unit``), so
-    the aspect is equal without matplotlib adding margins.  No pyplot: the figure is not
-    registered anywhere and is freed when it goes out of scope.
+    the aspect is equal without matplotlib adding margins.  The figure is a
+    :func:`attnlab.pictures.canvas.new_figure`: no pyplot, freed when it goes out of scope.
     """
     (x0, x1), (y0, y1) = xlim, ylim
     if x1 <= x0 or y1 <= y0:
         raise ValueError(f"empty limits: xlim={xlim}, ylim={ylim}")
-    fig = Figure(figsize=((x1 - x0) * inches_per_unit, (y1 - y0) * inches_per_unit))
+    fig = new_figure((x1 - x0) * inches_per_unit, (y1 - y0) * inches_per_unit)
     fig.patch.set_facecolor("white")
     ax = fig.add_axes((0.0, 0.0, 1.0, 1.0))
     ax.set_xlim(x0, x1)

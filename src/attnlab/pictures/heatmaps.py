@@ -4,7 +4,7 @@
 current row boxed) once; an update swaps the image data only and the caller blits it.  Up to
 :data:`MAX_LABELLED` (40) tokens every key and query gets its label, at the lecture's tick
 size: a picture too small for them is made larger (:func:`heatmap_room` gives the room the
-labels need) or split, never thinned (issue 16); in a larger heatmap an axis without the
+labels need) or split, never thinned; in a larger heatmap an axis without the
 room labels every k-th token rather than overprint.  :func:`still_heatmap` is the same picture drawn with the rest of its figure.
 """
 
@@ -20,7 +20,7 @@ from matplotlib.colors import Normalize
 from matplotlib.patches import Rectangle
 from matplotlib.text import Text
 
-from attnlab.pictures.typography import TYPE, TypeSizes, literal
+from attnlab.pictures.typography import CHAR_WIDTH, TYPE, TypeSizes, literal
 
 __all__ = [
     "Heatmap",
@@ -34,14 +34,14 @@ __all__ = [
 
 #: Cell pitch, in tick sizes, at which neighbouring labels (one line each) never touch.
 LABEL_PITCH = 1.1
-#: Up to this many keys or queries every one is labelled, whatever the room (issue 16); a
+#: Up to this many keys or queries every one is labelled, whatever the room; a
 #: picture too small for them is made larger or split, never thinned.
 MAX_LABELLED = 40
 
 
 def _label_width(label: str, tick: float) -> float:
     """About the width of a one-line label at font size ``tick`` (same unit)."""
-    return (0.62 * len(label) + 0.3) * tick
+    return (CHAR_WIDTH * len(label) + 0.3) * tick
 
 
 #: How x labels may stand: all level, the longer ones (more than a character) upright, or all

@@ -1,5 +1,5 @@
 """Pictures only the deck shows: the length experiment, GRU against self-attention timings,
-the Transformer's head grid and the causal mask (drawn for :mod:`attnlab.lecture.demos` and
+the Transformer's head grid and the causal mask (drawn for :mod:`attnlab.lecture` and
 :mod:`attnlab.pictures.figures`).
 """
 
@@ -11,7 +11,7 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.ticker import NullLocator
 
-from attnlab.pictures.canvas import new_figure, slide_figure
+from attnlab.pictures.canvas import new_figure, shown_figure, slide_figure
 from attnlab.pictures.heatmaps import still_heatmap
 from attnlab.pictures.typography import TYPE, literal
 
@@ -85,7 +85,7 @@ def _train_ranges(config: dict, models: dict) -> list[tuple[float, float, str]]:
 
 #: The lecture's names of the model kinds in the length experiment.
 KIND_NAMES = {"rnnencdec": "RNNEncDec", "rnnsearch": "RNNSearch"}
-#: Colour by attention, line style by training lengths (the seed's figure: Bahdanau Fig. 2).
+#: Colour by attention, line style by training lengths (as Bahdanau et al.'s Fig. 2).
 KIND_COLOURS = {"rnnencdec": "#D55E00", "rnnsearch": "#0072B2"}
 
 
@@ -102,15 +102,14 @@ def _length_label(name: str, info: dict) -> str:
 def length_figure(
     results: dict, shown_width_px: float = 845, metric: str = "exact_match"
 ) -> Figure:
-    """The length experiment as the seed's figure: every model's curve, named for the lecture.
+    """The length experiment as Bahdanau et al.'s Fig. 2: every model's curve, named for the lecture.
 
     Attention in blue, none in vermillion; trained on the longest lengths solid, on shorter
     ones dashed; the lengths beyond the shorter training range shaded.  Sized so that its
     text is :data:`TYPE` on the slide when shown ``shown_width_px`` wide.
     """
     width = 12.0
-    sizes = TYPE.at(width, shown_width_px)
-    fig = new_figure(width, 6.0, layout="constrained")
+    fig, sizes = shown_figure(width, 6.0, shown_width_px)
     fig.patch.set_facecolor("white")
     ax = fig.add_subplot()
     length_curves(results, metric=metric, ax=ax, sizes=sizes)
@@ -147,8 +146,7 @@ def timings(result: dict, shown_width_px: float = 780) -> Figure:
     (plain numbers, no overlapping powers of ten), the y ticks a few round numbers.
     """
     width = 7.8
-    sizes = TYPE.at(width, shown_width_px)
-    fig = new_figure(width, 3.9, layout="constrained")
+    fig, sizes = shown_figure(width, 3.9, shown_width_px)
     ax = fig.add_subplot()
     n = list(result["n"])
     ax.loglog(n, result["rnn_ms"], "o-", lw=2.5, ms=8, label="GRU: n steps one after another")
@@ -207,8 +205,7 @@ def mask_and_weights(mask, weights, shown_width_px: float = 900) -> Figure:
     mask, weights = np.asarray(mask, dtype=float), np.asarray(weights, dtype=float)
     n = mask.shape[-1]
     width = 9.0
-    sizes = TYPE.at(width, shown_width_px)
-    fig = new_figure(width, 4.0, layout="constrained")
+    fig, sizes = shown_figure(width, 4.0, shown_width_px)
     axes = fig.subplots(1, 2)
     positions = [str(i + 1) for i in range(n)]
     panels = (

@@ -1,4 +1,11 @@
-"""Training plots: loss and held-out exact match while a model trains (``train.fit``)."""
+"""Training plots: loss and held-out exact match while a model trains.
+
+:class:`LivePlot` is an observer of :func:`attnlab.training.loop.fit` (its ``step``,
+``measured`` and ``close``): the training loop knows nothing of pictures; a notebook cell
+that wants the live picture passes one in::
+
+    fit("rnnsearch", "dates", target=0.99, observer=LivePlot("rnnsearch on dates"), progress=False)
+"""
 
 from __future__ import annotations
 
@@ -59,22 +66,27 @@ class TrainingPlot:
 
 
 class LivePlot:
-    """A :class:`TrainingPlot` shown in a notebook and updated in place (``train.fit`` uses it)."""
+    """A :class:`TrainingPlot` shown in a notebook and updated in place while ``fit`` trains:
+    pass it as ``fit(..., observer=LivePlot(title))``."""
 
     def __init__(self, title: str):
-        # Only in a notebook: the command line (attnlab.cli -> train) never loads IPython.
+        # Only in a notebook: training from the command line never loads IPython.
         from IPython import display as ipython
 
         self.plot = TrainingPlot(title)
         self._Image = ipython.Image
         self.handle = ipython.display(ipython.Image(data=self.plot.png()), display_id=True)
 
-    def add_loss(self, step: int, loss: float, redraw_every: int = 10) -> None:
+    def step(self, step: int, loss: float, redraw_every: int = 10) -> None:
         """Record one step's loss; redraw every few steps (a redraw costs ~50 ms)."""
         self.plot.add_loss(step, loss)
         if step % redraw_every == 0:
             self.handle.update(self._Image(data=self.plot.png()))
 
-    def update(self, history: dict, target: float | None) -> None:
+    def measured(self, history: dict, target: float | None) -> None:
+        """Draw the held-out exact match measured so far (``history["accuracy"]``)."""
         self.plot.set_history(history, target)
         self.handle.update(self._Image(data=self.plot.png()))
+
+    def close(self) -> None:
+        """Nothing to release: the picture stays in the notebook as it was last drawn."""

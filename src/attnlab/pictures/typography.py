@@ -24,6 +24,7 @@ __all__ = [
     "TYPE",
     "points",
     "shown_px",
+    "CHAR_WIDTH",
     "literal",
     "text_sizes",
     "smallest_text",
@@ -32,7 +33,7 @@ __all__ = [
 ]
 
 SLIDE_WIDTH_PX, SLIDE_HEIGHT_PX = 1280, 720  # the deck's RISE size
-MIN_TEXT_PX = 18.0  # the smallest type that reads from the back of the room (issue 16)
+MIN_TEXT_PX = 18.0  # the smallest type that reads from the back of the room
 
 
 @dataclass(frozen=True)
@@ -74,6 +75,11 @@ def points(px: float, fig_width_in: float, shown_width_px: float) -> float:
 def shown_px(pt: float, fig_width_in: float, shown_width_px: float) -> float:
     """How many px tall a font of ``pt`` points is when the figure is shown that wide."""
     return pt * shown_width_px / (72.0 * fig_width_in)
+
+
+#: About the width of one character of DejaVu Sans, in font sizes: a label of k characters at
+#: size s is about ``CHAR_WIDTH * k * s`` wide (the room a picture leaves for its labels).
+CHAR_WIDTH = 0.62
 
 
 def literal(text: object) -> str:

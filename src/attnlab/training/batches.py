@@ -1,21 +1,41 @@
-"""Examples as tensors: padded (source, target) ids, batches of them, and the held-out score.
+"""Examples as tensors: padded (source, target) ids, the training batches, the held-out score.
 
->>> from attnlab.text.vocab import get_task
+>>> from attnlab.text.tasks import get_task
 >>> t = get_task("dates")
 >>> encode_pairs([("3 May 1979", "1979-05-03")], t.src_vocab, t.tgt_vocab)["src"].shape
 torch.Size([1, 11])
+
+Every model trains on the batches of :func:`batches` (the date and reversal models and the
+word models alike), padded by :func:`attnlab.text.padding.padded`.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 
 import torch
 from torch import Tensor
 
 from attnlab.decode import greedy
 from attnlab.models.base import Seq2SeqModel
-from attnlab.text.vocab import Vocab, normalise
+from attnlab.text.padding import padded, teacher_forced_input
+from attnlab.text.vocab import SPECIALS, Vocab, normalise
+from attnlab.training.config import TrainConfig
+from attnlab.training.evaluate import exact_match, token_accuracy
 
-__all__ = ["encode_pairs", "evaluate", "padded", "take"]
+__all__ = [
+    "Examples",
+    "batches",
+    "copy_targets",
+    "drop_words",
+    "encode_pairs",
+    "evaluate",
+    "padded_pairs",
+    "take",
+]
+
+Batch = tuple[Tensor, Tensor, Tensor, Tensor]  # src, src_len, tgt_in, tgt_out
 
 
 def encode_pairs(pairs: list[tuple[str, str]], src_vocab: Vocab, tgt_vocab: Vocab) -> dict:
@@ -28,46 +48,116 @@ def encode_pairs(pairs: list[tuple[str, str]], src_vocab: Vocab, tgt_vocab: Voca
         src_vocab.encode(normalise(s, src_vocab), unknown="unk") + [src_vocab.eos] for s, _ in pairs
     ]
     tgts = [tgt_vocab.encode(t) for _, t in pairs]
-    return padded(srcs, tgts, tgt_vocab)
+    return padded_pairs(srcs, tgts, src_vocab, tgt_vocab)
 
 
-def padded(srcs: list[list[int]], tgts: list[list[int]], tgt_vocab: Vocab) -> dict:
+def padded_pairs(
+    srcs: list[list[int]], tgts: list[list[int]], src_vocab: Vocab, tgt_vocab: Vocab
+) -> dict:
     """Source ids (each ending in <eos>) and target ids as the padded tensors of
     :func:`encode_pairs`: src (N, n), src_len (N,), tgt_in (N, T), tgt_out (N, T)."""
-    n, T = max(map(len, srcs)), max(map(len, tgts)) + 1
-    pad = lambda ids, length: ids + [0] * (length - len(ids))  # noqa: E731  (<pad> = 0)
-    src = torch.tensor([pad(s, n) for s in srcs])  # (N, n)
-    tgt_in = torch.tensor([pad([tgt_vocab.sos, *y], T) for y in tgts])  # (N, T)
-    tgt_out = torch.tensor([pad([*y, tgt_vocab.eos], T) for y in tgts])  # (N, T)
-    src_len = torch.tensor([len(s) for s in srcs])  # (N,)
-    return {"src": src, "src_len": src_len, "tgt_in": tgt_in, "tgt_out": tgt_out}
+    return {
+        "src": padded(srcs, src_vocab.pad),  # (N, n)
+        "src_len": torch.tensor([len(s) for s in srcs]),  # (N,)
+        "tgt_in": teacher_forced_input(tgts, tgt_vocab),  # (N, T)
+        "tgt_out": padded([[*y, tgt_vocab.eos] for y in tgts], tgt_vocab.pad),  # (N, T)
+    }
 
 
-def take(data: dict, idx: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+def take(data: dict, idx: Tensor, pad: int) -> dict[str, Tensor]:
     """The examples ``idx`` (B,) of ``data``, trimmed to their longest source and target:
-    src (B, n), src_len (B,), tgt_in (B, T), tgt_out (B, T)."""
+    src (B, n), src_len (B,), tgt_in (B, T), tgt_out (B, T) (and align (B, T) if ``data``
+    has it)."""
     src_len = data["src_len"][idx]
-    n = int(src_len.max())
     tgt_out = data["tgt_out"][idx]
-    T = int((tgt_out != 0).sum(dim=1).max())
-    return data["src"][idx, :n], src_len, data["tgt_in"][idx, :T], tgt_out[:, :T]
+    n, T = int(src_len.max()), int((tgt_out != pad).sum(dim=1).max())
+    batch = {"src": data["src"][idx, :n], "src_len": src_len}
+    for key in ("tgt_in", "tgt_out", "align"):
+        if key in data:
+            batch[key] = data[key][idx, :T]
+    return batch
+
+
+def batches(data: dict, cfg: TrainConfig, src_vocab: Vocab, tgt_vocab: Vocab) -> Iterator[Batch]:
+    """Endless training batches (src, src_len, tgt_in, tgt_out) of ``data``, drawn from
+    ``cfg.seed``: ``cfg.batch_size`` examples uniformly, or (``cfg.bucket``) among neighbours
+    in length; each input word dropped to <unk> with probability ``cfg.word_dropout``."""
+    gen = torch.Generator().manual_seed(cfg.seed)  # the order of the batches, the dropped words
+    N, B = len(data["src"]), cfg.batch_size
+    by_length = torch.argsort(data["src_len"], stable=True)
+    window = min(N, 8 * B)  # bucket: B examples among 8B neighbours in length order
+    while True:
+        if not cfg.bucket:
+            idx = torch.randint(N, (B,), generator=gen)
+        else:
+            first = int(torch.randint(N - window + 1, (1,), generator=gen))
+            idx = by_length[first + torch.randint(window, (B,), generator=gen)]
+        batch = take(data, idx, tgt_vocab.pad)
+        yield _with_dropout(batch, cfg.word_dropout, gen, src_vocab.unk, tgt_vocab.unk)
+
+
+def _with_dropout(batch: dict, p: float, gen: torch.Generator, src_unk: int, tgt_unk: int) -> Batch:
+    """The batch, words dropped to <unk> (source and decoder input) with probability ``p``;
+    a target word whose English word was dropped (``align``) is written <unk>."""
+    src, tgt_in, tgt_out = batch["src"], batch["tgt_in"], batch["tgt_out"]
+    if p <= 0:
+        return src, batch["src_len"], tgt_in, tgt_out
+    read = drop_words(src, p, gen, src_unk)
+    if "align" in batch:
+        tgt_in, tgt_out = copy_targets(read != src, tgt_in, tgt_out, batch["align"], tgt_unk)
+    return read, batch["src_len"], drop_words(tgt_in, p, gen, tgt_unk), tgt_out
+
+
+def drop_words(ids: Tensor, p: float, gen: torch.Generator, unk: int) -> Tensor:
+    """ids with each real word (not a special token) made ``unk`` with probability p."""
+    drop = (torch.rand(ids.shape, generator=gen) < p) & (ids >= len(SPECIALS))
+    return ids.masked_fill(drop, unk)
+
+
+def copy_targets(
+    dropped: Tensor, tgt_in: Tensor, tgt_out: Tensor, align: Tensor, unk: int
+) -> tuple[Tensor, Tensor]:
+    """tgt_in, tgt_out with ``unk`` where the target word's English word was made <unk>.
+
+    dropped (B, n): which source words word dropout made <unk>; align (B, T): the source
+    position of each target word's English word, -1 for none
+    (:func:`attnlab.training.translation.align_targets`).  Such a y_t becomes <unk> in
+    tgt_out (B, T) and, one step later, in tgt_in."""
+    has = align >= 0
+    hit = has & dropped.gather(1, align.clamp(min=0))  # (B, T): dropped[b, align[b, t]]
+    tgt_out = tgt_out.masked_fill(hit, unk)
+    tgt_in = tgt_in.clone()
+    tgt_in[:, 1:] = tgt_in[:, 1:].masked_fill(hit[:, :-1], unk)  # y_t fed back at step t + 1
+    return tgt_in, tgt_out
 
 
 @torch.no_grad()
 def evaluate(
     model: Seq2SeqModel, pairs: list[tuple[str, str]], batch_size: int = 1000
 ) -> dict[str, float]:
-    """Greedy ``exact_match`` (whole output right) and ``token_accuracy`` (right characters
-    at the right positions, over the target's characters) on ``pairs``."""
+    """Greedy :func:`~attnlab.training.evaluate.exact_match` (whole output right) and
+    :func:`~attnlab.training.evaluate.token_accuracy` of a model of a generated task on
+    ``pairs``."""
     data = encode_pairs(pairs, model.src_vocab, model.tgt_vocab)
-    exact, correct, total = 0, 0, 0
+    outputs, references = [], []
     for i in range(0, len(pairs), batch_size):
-        idx = torch.arange(i, min(i + batch_size, len(pairs)))
-        src, src_len, _, tgt_out = take(data, idx)
-        outs = greedy(model, src, src_len)
-        for out, y in zip(outs, tgt_out.tolist(), strict=False):
-            y = y[: y.index(model.tgt_vocab.eos)]
-            exact += out == y
-            correct += sum(a == b for a, b in zip(out, y, strict=False))
-            total += len(y)
-    return {"exact_match": exact / len(pairs), "token_accuracy": correct / max(total, 1)}
+        batch = take(data, torch.arange(i, min(i + batch_size, len(pairs))), model.tgt_vocab.pad)
+        outputs += greedy(model, batch["src"], batch["src_len"])
+        eos = model.tgt_vocab.eos
+        references += [y[: y.index(eos)] for y in batch["tgt_out"].tolist()]
+    return {
+        "exact_match": exact_match(outputs, references),
+        "token_accuracy": token_accuracy(outputs, references),
+    }
+
+
+@dataclass
+class Examples:
+    """What a model trains on: the model (untrained, or given), its training examples as
+    the padded tensors of :func:`encode_pairs`, and the held-out score measured during
+    training (``measure(model)``, the higher the better), named ``metric`` in the history."""
+
+    model: Seq2SeqModel
+    data: dict
+    measure: Callable[[Seq2SeqModel], float]
+    metric: str

@@ -44,21 +44,21 @@ import stat
 import typing
 from dataclasses import fields
 from pathlib import Path
-from unittest import mock
 
 import torch
 from safetensors import SafetensorError
 from safetensors.torch import load as load_tensors
 from safetensors.torch import save as save_tensors
+from torch.overrides import TorchFunctionMode
 
 from attnlab.attention import SCORES
 from attnlab.files import CHECKPOINT_DIR, write_atomic
+from attnlab.models import catalogue
 from attnlab.models.registry import MODEL_KINDS, build_model
 from attnlab.text.vocab import Vocab
 
 __all__ = [
     "CHECKPOINT_DIR",
-    "SHIPPED",
     "CheckpointError",
     "available",
     "checksum",
@@ -69,27 +69,6 @@ __all__ = [
     "weights_path",
 ]
 
-
-#: The models the package ships (``make train`` writes the first seven; the four
-#: ``rnnsearch-dates-SCORE`` models, one per score function, are trained by CORE's recipe).
-SHIPPED = (
-    "rnnenc-dates",
-    "rnnsearch-dates",
-    "transformer-dates",
-    "rnnenc-reverse",
-    "rnnsearch-reverse",
-    "rnnenc-reverse-30",
-    "rnnsearch-reverse-30",
-    "rnnsearch-dates-dot",
-    "rnnsearch-dates-scaled",
-    "rnnsearch-dates-general",
-    "rnnsearch-dates-additive",
-    # Real language, word tokens (issue 19; python -m attnlab.cli --language all trains them).
-    "rnnsearch-en-fr",
-    "transformer-en-fr",
-    "rnnenc-en-fr",
-    "transformer-en-de",
-)
 
 FORMAT = 2  # the card's "format": 2 = signed card, content-addressed weights
 MAX_CARD_BYTES = 1_000_000
@@ -116,10 +95,11 @@ def _folder(directory: Path | str | None) -> Path:
 
 
 def available(directory: Path | str | None = None) -> list[str]:
-    """Names that :func:`load` accepts: the shipped ones and any card in ``directory``."""
+    """Names that :func:`load` accepts: the shipped ones (:mod:`attnlab.models.catalogue`)
+    and any card in ``directory``."""
     folder = _folder(directory)
     found = {p.stem for p in folder.glob("*.json")} if folder.is_dir() else set()
-    return sorted(set(SHIPPED) | {n for n in found if NAME.fullmatch(n)})
+    return sorted(set(catalogue.names()) | {n for n in found if NAME.fullmatch(n)})
 
 
 # --------------------------------------------------------------------------- writing
@@ -385,13 +365,20 @@ def _header_shapes(data: bytes, path: Path) -> dict[str, list[int]]:
         raise CheckpointError(f"corrupted checkpoint {path}: {err}") from None
 
 
-def _meta_normal(tensor, *args, **kwargs):
-    # nn.Embedding initialises with init.normal_, whose meta kernel imports torch._dynamo
-    # (5 s, measured): a meta tensor holds no values, so there is nothing to draw.
-    return tensor if tensor.is_meta else _NORMAL(tensor, *args, **kwargs)
+class _NoDrawOnMeta(TorchFunctionMode):
+    """``init.normal_`` of a meta tensor does nothing inside the block.
 
+    nn.Embedding initialises with init.normal_, whose meta kernel imports torch._dynamo (5 s,
+    measured): a meta tensor holds no values, so there is nothing to draw.  A function mode is
+    torch's own way to intercept a call; no attribute of torch is replaced."""
 
-_NORMAL = torch.nn.init.normal_
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if func is torch.nn.init.normal_:
+            tensor = args[0] if args else kwargs["tensor"]
+            if tensor.is_meta:
+                return tensor
+        return func(*args, **kwargs)
 
 
 def _build(card: dict, card_path: Path, shapes: dict[str, list[int]], weights: Path):
@@ -400,7 +387,7 @@ def _build(card: dict, card_path: Path, shapes: dict[str, list[int]], weights: P
     src_vocab, tgt_vocab = Vocab(card["src_vocab"], level), Vocab(card["tgt_vocab"], level)
     args = (card["kind"], src_vocab, tgt_vocab, card["config"])
     try:
-        with torch.device("meta"), mock.patch.object(torch.nn.init, "normal_", _meta_normal):
+        with torch.device("meta"), _NoDrawOnMeta():
             meta = build_model(*args)  # shapes only: no memory
     except (ValueError, TypeError) as err:
         raise _fail(card_path, str(err).splitlines()[0]) from None

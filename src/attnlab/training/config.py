@@ -1,17 +1,25 @@
-"""Recipes: how each shipped model is trained (a step budget, a seed), and what it is called.
+"""Recipes: how each model is trained, in one config class for every model.
 
     >>> model_cfg, train_cfg = default_configs("rnnsearch", "dates")
     >>> train_cfg.max_steps, train_cfg.target
     (3000, 0.995)
+    >>> recipe("rnnsearch-en-fr").train.word_dropout
+    0.1
 
-Model kinds are the keys of :data:`attnlab.models.registry.MODEL_KINDS`; :data:`SHIPPED_RECIPES`
-maps each shipped checkpoint's file name to the (kind, task) it is trained as.
+A :class:`TrainConfig` says how to train (a step budget on a fixed number of threads, the
+optimiser, what is measured and kept); :func:`default_configs` gives the model sizes and
+the training config of a (kind, task), for the generated tasks (:mod:`attnlab.text.tasks`:
+``dates``, ``reverse``) and the real-language pairs (:mod:`attnlab.text.corpus`: ``en-fr``,
+``en-de``) alike; :func:`recipe` gives a shipped model's :class:`Recipe`, by its name in
+:mod:`attnlab.models.catalogue`.  Model kinds are the keys of
+:data:`attnlab.models.registry.MODEL_KINDS`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+from attnlab.models import catalogue
 from attnlab.models.base import Seq2SeqModel
 from attnlab.models.registry import build_model, check_kind
 from attnlab.models.rnn import RNNConfig
@@ -19,71 +27,79 @@ from attnlab.models.transformer import TransformerConfig
 from attnlab.text.tasks import Task, get_task
 
 __all__ = [
-    "LANGUAGE_RECIPES",
-    "LanguageRecipe",
-    "SHIPPED_RECIPES",
+    "CORPUS_TASKS",
+    "Recipe",
     "TEST_SEED_OFFSET",
     "VALID_SEED_OFFSET",
     "TrainConfig",
     "checkpoint_name",
     "default_configs",
     "new_model",
+    "recipe",
 ]
 
 #: Seeds of the example sets, offset from the training seed so that they never coincide.
 VALID_SEED_OFFSET, TEST_SEED_OFFSET = 1_000_000, 2_000_000
 
-#: Shipped dates checkpoints -> (kind, task, changes to the recipe's model config);
-#: ``python -m attnlab.cli --all`` retrains them (the length experiment,
-#: :mod:`attnlab.experiments.length`, trains the ``reverse`` ones).  The four score models
-#: differ from ``rnnsearch-dates`` in their score only (and s_t as wide as h_i, 128, which
-#: the dot scores need).
-SHIPPED_RECIPES: dict[str, tuple[str, str, dict]] = {
-    "rnnsearch-dates": ("rnnsearch", "dates", {}),
-    "transformer-dates": ("transformer", "dates", {}),
-    "rnnenc-dates": ("rnnencdec", "dates", {}),
-    **{
-        f"rnnsearch-dates-{name}": ("rnnsearch", "dates", {"score": score, "dec_hidden": 128})
-        for name, score in (
-            ("dot", "dot"),
-            ("scaled", "scaled_dot"),
-            ("general", "general"),
-            ("additive", "additive"),
-        )
-    },
-}
+#: The real-language tasks: English -> the corpus's language (attnlab.text.corpus).
+CORPUS_TASKS = {"en-fr": "fr", "en-de": "de"}
 
 
 @dataclass
 class TrainConfig:
-    """How to train (a step budget, not a time budget)."""
+    """How to train (a step budget, not a time budget): one class for every model; the
+    fields of the generated tasks and of the word models are left at their defaults by the
+    other family."""
 
     lr: float = 1e-2  # Adam's learning rate
     batch_size: int = 128
     max_steps: int = 3000  # the budget: stop here if the target is not reached
-    eval_every: int = 50  # steps between two measurements of held-out exact match
+    eval_every: int = 50  # steps between two measurements of the held-out score
     target: float | None = 0.995  # early stop at this held-out exact match (None: never)
     warmup: int = 0  # steps of linear learning-rate warm-up
     decay: bool = False  # then decay the learning rate linearly to lr / 10 at max_steps
     clip: float = 1.0  # gradient norm clipping
+    weight_decay: float = 0.0  # AdamW's decoupled weight decay (0: Adam)
+    label_smoothing: float = 0.0  # of the cross-entropy (Vaswani et al. 5.4)
     seed: int = 0
     # torch threads.  One: at this size a second thread gains ~20% on an idle 2-core machine
     # but costs 5-15x when another process shares the cores (measured); the last digits of
     # the results depend on it, so it is part of the recipe.
     threads: int = 1
+    # Keep the weights of the best measurement, not the last ones (early stopping).
+    keep_best: bool = False
+    # Keep the mean of the weights at the last this-many measurements when it measures
+    # better than the best single one (Vaswani et al. average their last 5 checkpoints).
+    average_last: int = 0
+    # ---- the generated tasks (attnlab.text.tasks)
     n_train: int = 50_000  # training examples generated from the seed
     n_valid: int = 1000  # held-out examples measured during training
     n_test: int = 2000  # fresh examples measured once at the end (the card's accuracy)
     bucket: bool = False  # draw each batch among examples of similar length (less padding)
     train_length: list[int] = field(default_factory=lambda: [5, 60])  # reverse: lengths lo..hi
     test_length: list[int] = field(default_factory=lambda: [5, 60])  # reverse: held-out lengths
+    # ---- the word models (attnlab.training.translation)
+    word_dropout: float = 0.0  # each input word (source and decoder input) -> <unk> with this p
+    src_min_count: int = 2  # English words seen fewer times are read as <unk>
+    tgt_min_count: int = 1
+    # Also train on the word-by-word dictionary learned from the training split (one
+    # (English word, its most probable translation) pair per word seen >= lexicon_min times
+    # with t(f|e) >= 0.5; 0: no): the lexicon is what a few thousand strings teach slowly.
+    lexicon_min: int = 2
+    # German: split the targets' compounds into parts the model can write one by one
+    # ("datenträger@@ details"; attnlab.text.compounds), joined again when the output is read.
+    split_compounds: bool = False
+    # Learn to write <unk> where a word the model cannot read is copied (the attention
+    # models: decoding copies the source word alpha weighs most; attnlab.training.translation).
+    copy_unknown: bool = True
 
     def check(self) -> TrainConfig:
-        """ValueError unless every count is a whole number >= 1 (``warmup`` >= 0), the seed
-        in 0..2**32-1, ``lr`` positive and ``target`` None or in (0, 1]; returns self."""
+        """ValueError unless every count is a whole number >= 1 (``warmup``,
+        ``average_last`` >= 0), the seed in 0..2**32-1, ``lr`` positive and ``target`` None
+        or in (0, 1]; returns self."""
         counts = ("batch_size", "max_steps", "eval_every", "threads", "n_train", "n_valid")
-        for key in (*counts, "n_test", "warmup", "seed"):
-            value, least = getattr(self, key), 0 if key in ("warmup", "seed") else 1
+        for key in (*counts, "n_test", "warmup", "average_last", "seed"):
+            value, least = getattr(self, key), 1 if key in counts + ("n_test",) else 0
             if type(value) is not int or value < least:
                 raise ValueError(
                     f"TrainConfig.{key} must be a whole number >= {least}; got {value!r}"
@@ -98,14 +114,25 @@ class TrainConfig:
         return self
 
     def task_kwargs(self, task: str, split: str) -> dict:
+        """What the generated ``task`` is made with for ``split``: reverse's string lengths."""
         if task != "reverse":
             return {}
         return {"length": tuple(self.train_length if split == "train" else self.test_length)}
 
 
-def default_configs(kind: str, task: str) -> tuple[object, TrainConfig]:
-    """The model config and training config the shipped models use."""
-    check_kind(kind)
+@dataclass(frozen=True)
+class Recipe:
+    """What a model is and how it is trained: its kind, its task, its sizes (the kind's
+    config dataclass) and its :class:`TrainConfig`."""
+
+    kind: str  # a key of attnlab.models.registry.MODEL_KINDS
+    task: str  # a generated task (attnlab.text.tasks) or a key of CORPUS_TASKS
+    model: object  # RNNConfig / TransformerConfig
+    train: TrainConfig
+
+
+# --------------------------------------------------------------------------- the generated tasks
+def _task_configs(kind: str, task: str) -> tuple[object, TrainConfig]:
     t = get_task(task)
     lens = {"max_src_len": t.max_src_len, "max_tgt_len": t.max_tgt_len}
     if kind == "rnnsearch":
@@ -129,8 +156,90 @@ def default_configs(kind: str, task: str) -> tuple[object, TrainConfig]:
     return cfg, train
 
 
+# --------------------------------------------------------------------------- real language
+#: Word models read at most 30 tokens and write at most 40 (the corpus's strings have at
+#: most 15 and 22): a longer text is refused with one line, an output is bounded.
+_WORD_LENS = {"max_src_len": 30, "max_tgt_len": 40}
+_RNN = {"emb": 96, "enc_hidden": 128, "dec_hidden": 128, "attn_hidden": 128, "dropout": 0.2}
+_TRANSFORMER = {"d_model": 128, "num_heads": 4, "num_layers": 2, "d_ff": 256, "dropout": 0.1}
+#: A step budget on both threads (`make train` trains one model at a time, and at this size,
+#: a softmax over thousands of words, a second thread makes a step 1.6x faster: measured,
+#: idle machine); the dev split's chrF measured every ``eval_every`` steps and the best
+#: weights kept; each input word dropped to <unk> with probability 0.1 (which also teaches
+#: the models what an unknown word is).
+_WORDS = TrainConfig(
+    lr=3e-3,
+    batch_size=64,
+    eval_every=200,
+    target=None,
+    decay=True,
+    weight_decay=1e-4,
+    label_smoothing=0.1,
+    threads=2,
+    keep_best=True,
+    word_dropout=0.1,
+)
+#: The Transformers: a step budget of at most 9 minutes on two threads, measured every 250
+#: steps, the last 5 measured weights averaged (Vaswani et al. 6.1) when that measures better;
+#: P_drop 0.1 as the paper's base model.
+_TRANSFORMER_WORDS = replace(_WORDS, warmup=200, eval_every=250, average_last=5)
+
+#: (kind, real-language task) -> (model sizes, training).
+_WORD_CONFIGS: dict[tuple[str, str], tuple[dict, TrainConfig]] = {
+    ("rnnsearch", "en-fr"): (_RNN, replace(_WORDS, max_steps=1600)),
+    # Without attention, the same budget and as wide a decoder (s_t and c of 256).
+    ("rnnencdec", "en-fr"): (
+        {**_RNN, "enc_hidden": 256, "dec_hidden": 256},
+        replace(_WORDS, max_steps=1600, copy_unknown=False),  # no attention to copy with
+    ),
+    ("transformer", "en-fr"): (_TRANSFORMER, replace(_TRANSFORMER_WORDS, max_steps=3000)),
+    # German compounds are split into parts ("datenträger@@ details", attnlab.text.compounds).
+    ("transformer", "en-de"): (
+        _TRANSFORMER,
+        replace(_TRANSFORMER_WORDS, max_steps=5000, split_compounds=True),
+    ),
+}
+
+
+def default_configs(kind: str, task: str) -> tuple[object, TrainConfig]:
+    """The model config and training config of ``kind`` on ``task`` (the shipped recipe's)."""
+    entry = check_kind(kind)
+    if task not in CORPUS_TASKS:
+        return _task_configs(kind, task)
+    if (kind, task) not in _WORD_CONFIGS:
+        known = ", ".join(f"{k} on {t}" for k, t in _WORD_CONFIGS)
+        raise ValueError(f"no recipe for {kind} on {task!r}; there are: {known}")
+    sizes, train = _WORD_CONFIGS[(kind, task)]
+    return entry.config_class(**sizes, **_WORD_LENS), replace(train)
+
+
+# --------------------------------------------------------------------------- shipped models
+#: Shipped models trained otherwise than their (kind, task)'s default: name -> changes to
+#: the training config.  The "-30" length models see strings of 5-30 digits only.
+_TRAIN_CHANGES = {
+    "rnnenc-reverse-30": {"train_length": [5, 30]},
+    "rnnsearch-reverse-30": {"train_length": [5, 30]},
+}
+
+
+def recipe(name: str) -> Recipe:
+    """The recipe of the shipped model ``name`` (:mod:`attnlab.models.catalogue`).
+
+    The four score models differ from ``rnnsearch-dates`` in their score only (and s_t as
+    wide as h_i, 128, which the dot scores need)."""
+    shipped = catalogue.entry(name)
+    model_cfg, train = default_configs(shipped.kind, shipped.task)
+    if shipped.score:
+        model_cfg = replace(model_cfg, score=shipped.score.replace(" ", "_"), dec_hidden=128)
+    return Recipe(
+        shipped.kind, shipped.task, model_cfg, replace(train, **_TRAIN_CHANGES.get(name, {}))
+    )
+
+
 def new_model(kind: str, task: str | Task, config: object | None = None) -> Seq2SeqModel:
-    """A fresh, untrained model of ``kind`` for ``task`` (default: the shipped recipe's sizes)."""
+    """A fresh, untrained model of ``kind`` for the generated ``task`` (default: the shipped
+    recipe's sizes).  Word models get their vocabularies from the corpus
+    (:func:`attnlab.training.translation.word_examples`)."""
     check_kind(kind)
     t = get_task(task) if isinstance(task, str) else task
     config = config if config is not None else default_configs(kind, t.name)[0]
@@ -138,106 +247,11 @@ def new_model(kind: str, task: str | Task, config: object | None = None) -> Seq2
 
 
 def checkpoint_name(kind: str, task: str) -> str:
-    """The file name a (kind, task) is saved under: the shipped name, else ``KIND-TASK``."""
-    for name, recipe in SHIPPED_RECIPES.items():
-        if recipe == (kind, task, {}):
+    """The file name a (kind, task) trained by its default recipe is saved under: the
+    shipped model's name, else ``KIND-TASK``."""
+    default = default_configs(kind, task)
+    for name in catalogue.names(kind=kind, task=task):
+        r = recipe(name)
+        if (r.model, r.train) == default:
             return name
     return f"{kind}-{task}"
-
-
-# --------------------------------------------------------------------------- real language
-@dataclass(frozen=True)
-class LanguageRecipe:
-    """How a word-level model on real language (:mod:`attnlab.text.corpus`) is trained.
-
-    A step budget on ``threads`` threads; the dev split's chrF is measured every
-    ``eval_every`` steps and the best weights are kept (early stopping).  Besides the
-    models' own dropout (``config["dropout"]``), the training drops words: each input word
-    becomes ``<unk>`` with probability ``word_dropout`` (which also teaches the models what
-    an unknown word is).
-    """
-
-    kind: str  # a key of attnlab.models.registry.MODEL_KINDS
-    lang: str  # "fr" or "de": English -> this
-    config: dict  # the model config's fields (RNNConfig / TransformerConfig)
-    lr: float
-    max_steps: int
-    batch_size: int = 64
-    warmup: int = 0
-    eval_every: int = 100
-    label_smoothing: float = 0.1
-    word_dropout: float = 0.1  # each input word (source and decoder input) -> <unk> with this p
-    weight_decay: float = 1e-4
-    src_min_count: int = 2  # English words seen fewer times are read as <unk>
-    # Also train on the word-by-word dictionary learned from the training split (one
-    # (English word, its most probable translation) pair per word seen >= lexicon_min times
-    # with t(f|e) >= 0.5; 0: no): the lexicon is what a few thousand strings teach slowly.
-    lexicon_min: int = 2
-    tgt_min_count: int = 1
-    # German: split the targets' compounds into parts the model can write one by one
-    # ("datenträger@@ details"; attnlab.text.compounds), joined again when the output is read.
-    split_compounds: bool = False
-    # Keep the mean of the weights at the last this-many measurements when its dev chrF is
-    # higher than the best single one's (Vaswani et al. average their last 5 checkpoints).
-    average_last: int = 0
-    # Learn to write <unk> where a word the model cannot read is copied (the attention
-    # models: decoding copies the source word alpha weighs most; attnlab.training.translation).
-    copy_unknown: bool = True
-    seed: int = 0
-    # Both cores: `make train` trains one model at a time, and at this size (a softmax over
-    # thousands of words) a second thread makes a step 1.6x faster (measured, idle machine).
-    threads: int = 2
-    clip: float = 1.0
-
-
-#: Word models read at most 30 tokens and write at most 40 (the corpus's strings have at
-#: most 15 and 22): a longer text is refused with one line, an output is bounded.
-_WORD_LENS = {"max_src_len": 30, "max_tgt_len": 40}
-_RNN = {
-    "emb": 96,
-    "enc_hidden": 128,
-    "dec_hidden": 128,
-    "attn_hidden": 128,
-    "dropout": 0.2,
-    **_WORD_LENS,
-}
-_TRANSFORMER = {
-    "d_model": 128,
-    "num_heads": 4,
-    "num_layers": 2,
-    "d_ff": 256,
-    "dropout": 0.1,  # P_drop, as the paper's base model
-    **_WORD_LENS,
-}
-#: The Transformers: a step budget of at most 9 minutes on two threads, measured every 250
-#: steps, the last 5 measured weights averaged (Vaswani et al. 6.1) when that measures better.
-_TRANSFORMER_TRAINING = {"lr": 3e-3, "warmup": 200, "eval_every": 250, "average_last": 5}
-
-#: The shipped word models -> their recipes (``python -m attnlab.cli --language all``).
-LANGUAGE_RECIPES: dict[str, LanguageRecipe] = {
-    "rnnsearch-en-fr": LanguageRecipe(
-        "rnnsearch", "fr", _RNN, lr=3e-3, max_steps=1600, eval_every=200
-    ),
-    # Without attention, the same budget and as wide a decoder (s_t and c of 256).
-    "rnnenc-en-fr": LanguageRecipe(
-        "rnnencdec",
-        "fr",
-        {**_RNN, "enc_hidden": 256, "dec_hidden": 256},
-        lr=3e-3,
-        max_steps=1600,
-        eval_every=200,
-        copy_unknown=False,  # no attention to copy with
-    ),
-    "transformer-en-fr": LanguageRecipe(
-        "transformer", "fr", _TRANSFORMER, max_steps=3000, **_TRANSFORMER_TRAINING
-    ),
-    # German compounds are split into parts ("datenträger@@ details", attnlab.text.compounds).
-    "transformer-en-de": LanguageRecipe(
-        "transformer",
-        "de",
-        _TRANSFORMER,
-        max_steps=5000,
-        split_compounds=True,
-        **_TRANSFORMER_TRAINING,
-    ),
-}

@@ -1,9 +1,13 @@
-r"""Scoring translations of the real-language corpus: sacrebleu's BLEU and chrF, two baselines.
+r"""Scoring outputs: exact match and token accuracy; for the real-language corpus, sacrebleu's
+BLEU and chrF and two baselines.
 
     >>> from attnlab.training.evaluate import score, copy_baseline, Dictionary
     >>> score(["fermer tous les onglets"], ["Fermer tous les onglets"])["bleu"]
     100.0
 
+* :func:`exact_match`: the fraction of outputs that are exactly their reference, token for
+  token; :func:`token_accuracy`: the fraction of the references' tokens matched at their
+  position.
 * :func:`score`: corpus BLEU and chrF (sacrebleu, lower-cased: our models write lower-case;
   every system is scored the same way), with sacrebleu's signatures.
 * :func:`copy_baseline`: the output is the English source itself.
@@ -23,7 +27,29 @@ from attnlab.decode import translate_batch
 from attnlab.models.base import Seq2SeqModel
 from attnlab.text.vocab import detokenize, tokenize
 
-__all__ = ["Dictionary", "copy_baseline", "score", "signatures", "translate_all"]
+__all__ = [
+    "Dictionary",
+    "copy_baseline",
+    "exact_match",
+    "score",
+    "signatures",
+    "token_accuracy",
+    "translate_all",
+]
+
+
+def exact_match(outputs: Sequence[Sequence], references: Sequence[Sequence]) -> float:
+    """The fraction of ``outputs`` (each a sequence of tokens or ids) exactly equal to their
+    reference: the whole output right."""
+    right = sum(list(o) == list(r) for o, r in zip(outputs, references, strict=True))
+    return right / max(1, len(references))
+
+
+def token_accuracy(outputs: Sequence[Sequence], references: Sequence[Sequence]) -> float:
+    """The right tokens at the right positions, over the references' tokens."""
+    pairs = zip(outputs, references, strict=True)
+    right = sum(a == b for o, r in pairs for a, b in zip(o, r, strict=False))
+    return right / max(1, sum(len(r) for r in references))
 
 
 def _metrics():

@@ -9,24 +9,29 @@ Each widget is an ``ipywidgets.VBox``.  Its picture is a PNG in an ``ipywidgets.
 * nbval compares a fixed ``text/plain`` (no memory addresses, no timings).
 
 Bad input never raises out of a widget: :meth:`BaseWidget.guard` turns the exception into a
-short message shown inside the widget (``.message``), and the widget keeps working.
+short message shown inside the widget (``.message``), and the widget keeps working (a model
+that cannot load included: its FileNotFoundError or CheckpointError is that message).
+
+:class:`ModelWidget` is the one model chooser (DecodeStepper, HeadView): a Dropdown of the
+installed shipped models (:mod:`attnlab.models.catalogue`) and the models given loaded, and
+the text box, whose name and first text follow what the chosen model reads.
 """
 
 from __future__ import annotations
 
 import base64
-import contextlib
 import html
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import ipywidgets as widgets
-import torch
 
-from attnlab import load
 from attnlab.guard.sandbox import describe
+from attnlab.models import catalogue
 from attnlab.pictures.typography import TYPE
+from attnlab.text.vocab import UNK
+from attnlab.training import checkpoints
 
-__all__ = ["BaseWidget", "short", "load_model", "one_thread", "readable"]
+__all__ = ["BaseWidget", "ModelWidget", "short", "readable", "unknown_words"]
 
 #: Longest message shown to a student; longer ones are cut with an ellipsis.
 MAX_MESSAGE = 160
@@ -43,24 +48,12 @@ def readable(inner: str, px: float = TYPE.table) -> str:
     return f'<div style="font-size:{px:g}px; line-height:1.35">{inner}</div>'
 
 
-def load_model(name: str):
-    """``attnlab.load(name)``: a shipped model (FileNotFoundError, CheckpointError)."""
-    return load(name)
-
-
-@contextlib.contextmanager
-def one_thread() -> Iterator[None]:
-    """Run torch on one thread inside the block, then restore the setting.
-
-    A widget decodes one short input (batch 1): a second thread brings nothing there, and
-    on a busy two-core laptop waiting for it made decoding several times slower.
-    """
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
+def unknown_words(model, text: str, source_tokens: list[str]) -> list[str]:
+    """The words of ``text`` that ``model`` read as <unk> (word models; [] for characters)."""
+    vocab = getattr(model, "src_vocab", None)
+    if UNK not in source_tokens or getattr(vocab, "level", "char") != "word":
+        return []
+    return list(dict.fromkeys(w for w in vocab.tokens(text) if w not in vocab.stoi))
 
 
 class BaseWidget(widgets.VBox):
@@ -134,3 +127,145 @@ class BaseWidget(widgets.VBox):
         if picture:  # what a viewer without a kernel (or without widgets) shows
             data["image/png"] = base64.b64encode(picture).decode("ascii")
         return data
+
+
+class ModelWidget(BaseWidget):
+    """A widget in which a trained model reads a text the room types: the one model chooser.
+
+    ``model_chooser`` (Dropdown): the installed models of the catalogue that
+    :attr:`offered` selects, with their labels, then the models given loaded (named by their
+    card, else ``"<class> (given)"``).  ``text`` (Text, read on Enter): named and filled by
+    what the chosen model reads (a date, digits, a phrase); choosing a model of another task
+    replaces the example text of the old one with the new one's.  A model that cannot load,
+    or that the widget cannot show, gives a message and the chooser goes back to the model in
+    use.  Readouts: ``model``, ``unknown`` (the words read as <unk>), ``message``.
+
+    A subclass calls :meth:`_choose` (the controls), builds its own, then :meth:`_start`; it
+    implements ``_accept(name, model)`` (ValueError when it cannot show ``model``) and
+    ``_show_text()`` (read ``text.value`` with ``model``, render, set ``unknown``; bad text
+    raises attnlab.text.vocab.InvalidInput before anything changes).
+    """
+
+    #: The model shown when none is given: the lecture's model of a kind (the catalogue's).
+    default_model = catalogue.lecture_model("rnnsearch")
+    #: The catalogue's filter for the models the chooser offers.
+    offered: dict = {"offered": True}
+    chooser_width = "430px"
+
+    def _choose(self, model, text: object) -> str:
+        """Build ``model_chooser`` and ``text`` for ``model`` (a name, a loaded model or None)
+        and ``text`` (None: the example of what the model reads); returns the model's name."""
+        self._models: dict[str, object] = {}
+        self.model = None
+        self.unknown: list[str] = []
+        name = self._register(model)
+        self.model_chooser = widgets.Dropdown(
+            options=self._options(name), value=name, description="model",
+            layout={"width": self.chooser_width}, style={"description_width": "60px"},
+        )  # fmt: skip
+        reads = self._reads(name)
+        text = reads.default if text is None else text
+        self.text = widgets.Text(
+            value=text if isinstance(text, str) else "",  # not text: the box starts empty
+            description=reads.box, continuous_update=False, placeholder="type, then Enter",
+            layout={"width": "380px"}, style={"description_width": "70px"},
+        )  # fmt: skip
+        return name
+
+    def _start(self, name: str) -> None:
+        """Observe the controls, then show ``name`` on the text (or why not)."""
+        self.text.observe(self._on_text, names="value")
+        self.model_chooser.observe(self._on_model, names="value")
+        self._name: str | None = None  # the model whose reading is shown
+        if self._show_model(name):
+            self._name = name
+        else:
+            self._show_nothing()
+
+    # ------------------------------------------------------------------ the models
+    def _register(self, model) -> str:
+        if model is None:
+            return self.default_model
+        if isinstance(model, str):
+            return model
+        card = getattr(model, "card", None) or {}
+        name = str(card.get("name") or f"{type(model).__name__} (given)")
+        self._models[name] = model
+        return name
+
+    def _options(self, name: str) -> list[tuple[str, str]]:
+        """The installed models the catalogue offers here, the given ones, and ``name``."""
+        try:
+            installed = set(checkpoints.available())
+        except OSError:
+            installed = set()
+        shipped = [m for m in catalogue.entries(**self.offered) if m.name in installed]
+        options = [(m.label, m.name) for m in shipped]
+        options += [(key, key) for key in self._models if key not in catalogue.names()]
+        if name not in {key for _, key in options}:
+            options.append((self._label(name), name))
+        return options
+
+    @staticmethod
+    def _label(name: str) -> str:
+        return catalogue.entry(name).label if name in catalogue.names() else name
+
+    def _reads(self, name: str) -> catalogue.TaskText:
+        """What the model ``name`` reads: its task's (catalogue, else its card), else a phrase
+        for a word model and a date for any other."""
+        model = self._models.get(name)
+        task = catalogue.task_of(name, model)
+        if task is not None:
+            return catalogue.TASK_TEXTS[task]
+        if getattr(getattr(model, "src_vocab", None), "level", "char") == "word":
+            return catalogue.TaskText("phrase", "", "a phrase")
+        return catalogue.TASK_TEXTS["dates"]
+
+    def _use(self, name: str) -> None:
+        if name not in self._models:
+            self._models[name] = checkpoints.load(name)  # FileNotFoundError/CheckpointError
+        model = self._models[name]
+        self._accept(name, model)
+        self.model = model
+
+    def _accept(self, name: str, model) -> None:  # pragma: no cover - every subclass overrides it
+        pass
+
+    def _show_text(self) -> None:  # pragma: no cover - every subclass overrides it
+        pass
+
+    def _show_nothing(self) -> None:
+        """What the widget shows when its first model could not be shown (its message)."""
+
+    # ------------------------------------------------------------------ the controls
+    def _show_model(self, name: str) -> bool:
+        return self.guard(lambda: self._use(name)) and self._read()
+
+    def _read(self) -> bool:
+        """Show ``text.value``; words the model never saw are said in the message line."""
+        if not self.guard(self._show_text):
+            return False
+        if self.unknown:
+            words = ", ".join(f"'{w}'" for w in self.unknown[:6])
+            more = " …" if len(self.unknown) > 6 else ""
+            self.show_message(f"Not in the model's vocabulary, read as {UNK}: {words}{more}")
+        return True
+
+    def _on_text(self, change=None) -> None:
+        self._read()
+
+    def _on_model(self, change) -> None:
+        new, old = change["new"], self._name
+        if old is not None and self._reads(new) != self._reads(old):
+            if self.text.value == self._reads(old).default:
+                self.text.unobserve(self._on_text, names="value")  # read once, below
+                self.text.value = self._reads(new).default  # the example of the new task
+                self.text.observe(self._on_text, names="value")
+        self.text.description = self._reads(new).box
+        if self._show_model(new):
+            self._name = new
+            return
+        message = self.message  # could not load or show it: back to the model in use
+        if old is not None and old != new:
+            self.model_chooser.value = old
+        self.show_message(message)

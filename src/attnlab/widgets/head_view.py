@@ -17,20 +17,17 @@ import warnings
 import ipywidgets as widgets
 import numpy as np
 
+from attnlab.models import catalogue
+from attnlab.models.threads import torch_threads
 from attnlab.pictures.canvas import png_bytes, slide_figure
 from attnlab.pictures.heatmaps import Heatmap, heatmap_room
 from attnlab.pictures.typography import TYPE, literal
-from attnlab.text.vocab import UNK
-from attnlab.training import checkpoints
 
-from ._base import BaseWidget, load_model, one_thread, short
+from ._base import ModelWidget, short, unknown_words
 from ._frames import FrameGrid
-from .decode_stepper import DEFAULT_TEXT, MODELS, _kind
 
-__all__ = ["HeadView", "KINDS", "TRANSFORMERS"]
+__all__ = ["HeadView", "KINDS"]
 
-#: The Transformers the chooser offers (those installed).
-TRANSFORMERS = tuple(name for name in MODELS if name.startswith("transformer-"))
 #: The attentions shown: the key of ``model.attention_weights`` and its panel's axes.
 KINDS = {
     "cross-attention": ("cross", "source (keys)", "output (queries)"),
@@ -88,13 +85,15 @@ def picture(weights: np.ndarray, keys: list[str], queries: list[str], title: str
         return png_bytes(fig, draw=True, palette=True)
 
 
-class HeadView(BaseWidget):
+class HeadView(ModelWidget):
     """Every head of one layer of a trained Transformer, on a text the room types.
 
-    ``HeadView(model="transformer-dates", text=None)``: a model name or a loaded Transformer;
-    ``text`` what it reads first (default: a date, or a phrase for a language model).
+    ``HeadView(model=None, text=None)``: a model name (default ``"transformer-dates"``) or a
+    loaded Transformer; ``text`` what it reads first (default: a date, or a phrase for a
+    language model).
 
-    Attributes for code and tests: ``model_chooser`` (Dropdown), ``text`` (Text, on Enter),
+    Attributes for code and tests: ``model_chooser`` (Dropdown of the installed
+    Transformers: :class:`attnlab.widgets._base.ModelWidget`), ``text`` (Text, on Enter),
     ``kind`` (ToggleButtons over :data:`KINDS`), ``layer`` (ToggleButtons "layer 1".."layer
     L", the last one first), ``grid`` (FrameGrid: kind > layer), ``frames``, ``links``, ``frame`` (the Frame the
     toggles select: ``data`` holds weights (h, m, n), keys, queries, kind, layer); from it
@@ -102,30 +101,13 @@ class HeadView(BaseWidget):
     ``image``, ``message``.
     """
 
-    def __init__(self, model="transformer-dates", text: str | None = None):
+    default_model = catalogue.lecture_model("transformer")
+    offered = {"offered": True, "kind": "transformer"}
+    chooser_width = "380px"
+
+    def __init__(self, model=None, text: str | None = None):
         super().__init__()
-        self._models: dict[str, object] = {}
-        name = model if isinstance(model, str) else self._given(model)
-        self.model = None
-        self.unknown: list[str] = []
-        try:
-            installed = set(checkpoints.available())
-        except OSError:
-            installed = set()
-        options = [(MODELS[m], m) for m in TRANSFORMERS if m in installed]
-        options += [(k, k) for k in self._models if k not in MODELS]
-        if name not in {v for _, v in options}:
-            options.append((MODELS.get(name, name), name))
-        self.model_chooser = widgets.Dropdown(
-            options=options, value=name, description="model", layout={"width": "380px"},
-            style={"description_width": "60px"},
-        )  # fmt: skip
-        box = "date" if _kind(name) == "dates" else "phrase"
-        self.text = widgets.Text(
-            value=DEFAULT_TEXT[_kind(name)] if text is None else str(text), description=box,
-            continuous_update=False, placeholder="type, then Enter", layout={"width": "380px"},
-            style={"description_width": "70px"},
-        )  # fmt: skip
+        name = self._choose(model, text)
         self.kind = widgets.ToggleButtons(options=list(KINDS), style={"button_width": "230px"})
         self.layer = widgets.ToggleButtons(options=["layer 1"], style={"button_width": "100px"})
         self.grid = FrameGrid([(self.kind, "index"), (self.layer, "index")], (len(KINDS), 1), 0)
@@ -136,57 +118,17 @@ class HeadView(BaseWidget):
             self.message_box,
             self.frames,
         ]
-        self.text.observe(self._on_text, names="value")
-        self.model_chooser.observe(self._on_model, names="value")
-        self._name = None
-        if self._run(lambda: self._use(name)) and self._run(self._decode):
-            self._name = name
+        self._start(name)
 
-    def _given(self, model) -> str:
-        card = getattr(model, "card", None) or {}
-        name = str(card.get("name") or f"{type(model).__name__} (given)")
-        self._models[name] = model
-        return name
-
-    def _run(self, action) -> bool:
-        ok = self.guard(action)
-        if ok and self.unknown:
-            words = ", ".join(f"'{w}'" for w in self.unknown[:6])
-            self.show_message(f"Not in the model's vocabulary, read as {UNK}: {words}")
-        return ok
-
-    def _use(self, name: str) -> None:
-        if name not in self._models:
-            self._models[name] = load_model(name)  # FileNotFoundError/CheckpointError
-        model = self._models[name]
+    def _accept(self, name: str, model) -> None:
         if not hasattr(model, "attention_weights"):
             raise ValueError(f"{name} has no attention heads: choose a Transformer")
-        self.model = model
 
-    def _on_text(self, change=None) -> None:
-        self._run(self._decode)
-
-    def _on_model(self, change) -> None:
-        new, old = change["new"], self._name
-        example = DEFAULT_TEXT[_kind(old)] if old is not None else None
-        if _kind(new) != _kind(old or new) and self.text.value == example:
-            self.text.unobserve(self._on_text, names="value")  # decoded once, below
-            self.text.value = DEFAULT_TEXT[_kind(new)]  # the example of the new kind
-            self.text.observe(self._on_text, names="value")
-        self.text.description = "date" if _kind(new) == "dates" else "phrase"
-        if self._run(lambda: self._use(new)) and self._run(self._decode):
-            self._name = new
-            return
-        message = self.message
-        if old is not None and old != new:
-            self.model_chooser.value = old
-        self.show_message(message)
-
-    def _decode(self) -> None:
+    def _show_text(self) -> None:
         """Every kind and layer of the model on ``text.value``: one frame each."""
         if self.model is None:
             raise ValueError("No model is loaded.")
-        with one_thread():
+        with torch_threads(1):  # batch 1: a second thread brings nothing (attnlab.models.threads)
             w = self.model.attention_weights(self.text.value)  # InvalidInput on bad text
         src, out = list(w["source_tokens"]), list(w["output_tokens"])
         layers = w["cross"].shape[0]
@@ -207,11 +149,7 @@ class HeadView(BaseWidget):
         self.grid.select()
         self.frames, self.links = self.grid.root, self.grid.links
         self.children = [*self.children[:3], self.frames]
-        vocab = getattr(self.model, "src_vocab", None)
-        self.unknown = []
-        if UNK in src and vocab is not None and getattr(vocab, "level", "char") == "word":
-            read = vocab.tokens(self.text.value)
-            self.unknown = list(dict.fromkeys(t for t in read if t not in vocab.stoi))
+        self.unknown = unknown_words(self.model, self.text.value, src)
 
     # ------------------------------------------------------------------ readouts
     @property

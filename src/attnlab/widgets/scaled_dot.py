@@ -29,11 +29,13 @@ import numpy as np
 import torch
 
 from attnlab.attention import causal_mask, dot_score, masked_softmax, scaled_dot_score
+from attnlab.models.threads import torch_threads
 from attnlab.pictures.canvas import cache_background, png_bytes, restore_background, slide_figure
 from attnlab.pictures.heatmaps import Heatmap
 from attnlab.pictures.typography import literal
+from attnlab.training.checkpoints import load
 
-from ._base import BaseWidget, load_model, one_thread
+from ._base import BaseWidget
 from ._frames import FrameGrid
 
 __all__ = ["ScaledDotExplorer", "D_K", "DEFAULT_D_K", "row_entropy", "random_labels"]
@@ -261,7 +263,7 @@ class ScaledDotExplorer(BaseWidget):
         """The trained Transformer (loaded on first use of the trained mode)."""
         if self._model is None:
             ref = self._model_ref
-            model = load_model(ref) if isinstance(ref, str) else ref
+            model = load(ref) if isinstance(ref, str) else ref  # FileNotFoundError, CheckpointError
             L, H = model.config.num_layers, model.config.num_heads
             self._model = model
             self.head.options = [
@@ -277,7 +279,7 @@ class ScaledDotExplorer(BaseWidget):
             return
         tokens = model.source_tokens(self.text.value)  # raises InvalidInput on bad text
         layer, head = self.head.value
-        with one_thread():
+        with torch_threads(1):  # batch 1: a second thread brings nothing (attnlab.models.threads)
             Q, K = model.encoder_qk(self.text.value, layer, head)
         self._render_trained(Q, K, tokens)
         self._trained_key = key

@@ -22,22 +22,20 @@ import ipywidgets as widgets
 import numpy as np
 
 from attnlab.decode import decode
+from attnlab.models import catalogue
+from attnlab.models.threads import torch_threads
 from attnlab.pictures.canvas import png_bytes, slide_figure
 from attnlab.pictures.heatmaps import Heatmap, heatmap_room
 from attnlab.pictures.typography import TYPE, literal
+from attnlab.training.checkpoints import load
 
-from ._base import BaseWidget, load_model, one_thread, short
+from ._base import BaseWidget, short
 from ._frames import FrameGrid
 
 __all__ = ["ScoreLab", "SCORE_MODELS", "FORMULAS", "EXAMPLE_DATES"]
 
-#: The four score models, by the lecture's name of their score.
-SCORE_MODELS = {
-    "dot": "rnnsearch-dates-dot",
-    "scaled dot": "rnnsearch-dates-scaled",
-    "general": "rnnsearch-dates-general",
-    "additive": "rnnsearch-dates-additive",
-}
+#: The four score models (:mod:`attnlab.models.catalogue`), by the lecture's name of their score.
+SCORE_MODELS = {m.score: m.name for m in catalogue.entries() if m.score is not None}
 FORMULAS = {
     "dot": "sᵀhᵢ",
     "scaled dot": "sᵀhᵢ / √d",
@@ -48,7 +46,7 @@ EXAMPLE_DATES = ("3 May 1979", "14 July 1989", "1 Jan 2000", "12/05/2001", "21.0
 WIDTH_PX, HEIGHT_PX = 1180, 350  # the widest picture; the height grows with a long date
 
 
-def exact_match(model) -> float | None:
+def recorded_exact_match(model) -> float | None:
     """The held-out exact match its checkpoint card records (None if it has none)."""
     card = getattr(model, "card", None) or {}
     value = card.get("heldout_accuracy")
@@ -76,7 +74,7 @@ class ScoreLab(BaseWidget):
     def __init__(self, models: dict | None = None, dates=EXAMPLE_DATES):
         super().__init__()
         refs = dict(SCORE_MODELS if models is None else models)
-        self.models = {name: load_model(m) if isinstance(m, str) else m for name, m in refs.items()}
+        self.models = {name: load(m) if isinstance(m, str) else m for name, m in refs.items()}
         self.date = widgets.Dropdown(options=[], description="date")
         self.text = widgets.Text(description="your date", continuous_update=False,
                                  placeholder="e.g. 24 Dec 1999, then Enter",
@@ -137,7 +135,7 @@ class ScoreLab(BaseWidget):
             heat.set_labels(d.source_tokens, d.output_tokens)
             heat.set_data(d.alpha[0].mean(axis=0))  # (T, n): RNN models have L = h = 1
             panels[name] = heat
-            match = exact_match(self.models[name])
+            match = recorded_exact_match(self.models[name])
             score = f"{100 * match:.1f}% exact" if match is not None else "no card"
             titles.append(f"{FORMULAS.get(name, '')}\n{literal(name)}: {score}")
             ax.set_title(titles[-1], fontsize=sizes.label)
@@ -145,7 +143,7 @@ class ScoreLab(BaseWidget):
                                                           "panels": panels}  # fmt: skip
 
     def _decode_all(self, text: str) -> dict:
-        with one_thread():
+        with torch_threads(1):  # batch 1: a second thread brings nothing (attnlab.models.threads)
             return {name: decode(model, text) for name, model in self.models.items()}
 
     def _add(self, text: str) -> None:

@@ -1,0 +1,181 @@
+r"""The library's attributes as imported, and a block run with them in place.
+
+:data:`LIBRARY` holds the attributes of the library's modules and classes (``attention.
+masked_softmax``, ``attention.MultiHeadAttention.forward``, ...) as they were when this module
+was first imported.  :func:`library_in_place` runs a block with them in place, through the one
+swap (:func:`attnlab.guard.parts.swapped`): a check's references, and the model around a
+student's function, are the library's own even after a user replaced
+``attention.masked_softmax``.  :class:`Attributes` is also what a session compares and puts
+back after each call of a student's function (:mod:`attnlab.guard.sandbox`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+from collections.abc import Iterator
+from types import FunctionType, ModuleType
+
+import torch
+from torch import nn
+
+import attnlab.attention
+import attnlab.decode
+import attnlab.models.base
+import attnlab.models.rnn
+import attnlab.models.transformer
+from attnlab.guard import parts
+
+__all__ = [
+    "LIBRARY",
+    "LIBRARY_OWNERS",
+    "TORCH_OWNERS",
+    "Attributes",
+    "as_imported",
+    "library_in_place",
+]
+
+
+def label(owner: object, name: str) -> str:
+    """How a message names ``owner.name``: "`attention.masked_softmax`"."""
+    if isinstance(owner, ModuleType):
+        full = owner.__name__
+    else:
+        full = f"{getattr(owner, '__module__', None)}.{owner.__qualname__}"
+    return f"`{full.removeprefix('attnlab.')}.{name}`"
+
+
+def _library_owners() -> list[object]:
+    """The library's modules whose attributes the models read, and the classes they define."""
+    modules = [
+        attnlab.attention,
+        attnlab.models.rnn,
+        attnlab.models.transformer,
+        attnlab.models.base,
+        attnlab.decode,
+        parts,
+    ]
+    classes = [
+        value
+        for module in modules
+        for value in vars(module).values()
+        if isinstance(value, type) and value.__module__ == module.__name__
+    ]
+    return modules + classes
+
+
+def _public(attrs: dict) -> dict:
+    return {k: v for k, v in attrs.items() if not (k.startswith("__") and k.endswith("__"))}
+
+
+def _same(now: object, saved: object) -> bool:
+    """``now`` is ``saved``, or the same function (its code, on the same globals): the
+    original of a function that :func:`_as_defined` took from the module's source."""
+    if now is saved:
+        return True
+    functions = isinstance(now, FunctionType) and isinstance(saved, FunctionType)
+    return functions and now.__code__ == saved.__code__ and now.__globals__ is saved.__globals__
+
+
+class Attributes:
+    """The attributes of some modules and classes, to compare with and put back."""
+
+    def __init__(self, owners: list[object], strict: bool):
+        self.saved = [(owner, _public(dict(vars(owner)))) for owner in owners]
+        self.strict = strict  # new attributes count too
+
+    def differences(self) -> list[tuple[object, str, object]]:
+        """(owner, name, saved value) of each attribute that is not the saved one now; the
+        saved value is :data:`attnlab.guard.parts.ABSENT` for an attribute added since."""
+        found = []
+        for owner, saved in self.saved:
+            now = _public(dict(vars(owner)))
+            names = (now.keys() | saved.keys()) if self.strict else saved.keys()
+            for name in sorted(names):
+                value = saved.get(name, parts.ABSENT)
+                if not _same(now.get(name, parts.ABSENT), value):
+                    found.append((owner, name, value))
+        return found
+
+    def restore(self) -> list[str]:
+        """Put the saved attributes back; what was changed, as labels for a message."""
+        changed = []
+        for owner, name, value in self.differences():
+            if value is parts.ABSENT:
+                delattr(owner, name)
+            else:
+                setattr(owner, name, value)
+            changed.append(label(owner, name))
+        return changed
+
+
+def _defined_here(value: object, module: ModuleType, name: str) -> bool:
+    code = getattr(value, "__code__", None)
+    return code is not None and code.co_filename == module.__file__ and code.co_name == name
+
+
+def _as_defined(module: ModuleType) -> dict[str, FunctionType]:
+    """The module's functions that a user replaced before this module was imported, as the
+    module's source defines them.
+
+    A fresh copy of the module is run once, only when such a function is found; each function
+    of it is rebuilt on the live module's globals, so that it calls (and is swapped like) the
+    live module's functions, as the original did."""
+    replaced = [
+        name
+        for name, value in vars(module).items()
+        if isinstance(value, FunctionType) and not _defined_here(value, module, name)
+    ]
+    if not replaced:
+        return {}
+    spec = importlib.util.spec_from_file_location(module.__name__, module.__file__)
+    fresh = importlib.util.module_from_spec(spec)  # not in sys.modules: the live one stays
+    spec.loader.exec_module(fresh)
+    found = {}
+    for name in replaced:
+        defined = vars(fresh).get(name)
+        if not _defined_here(defined, module, name):
+            continue  # not one of the module's own functions (an import, a user's addition)
+        rebuilt = FunctionType(
+            defined.__code__, vars(module), name, defined.__defaults__, defined.__closure__
+        )
+        rebuilt.__kwdefaults__, rebuilt.__doc__ = defined.__kwdefaults__, defined.__doc__
+        rebuilt.__qualname__, rebuilt.__annotations__ = (
+            defined.__qualname__,
+            defined.__annotations__,
+        )
+        found[name] = rebuilt
+    return found
+
+
+#: The library's attributes as imported (captured when attnlab.guard.library is first imported;
+#: a module-level function the user replaced before that is taken from the module's source).
+LIBRARY = Attributes(_library_owners(), strict=True)
+for _owner, _saved in LIBRARY.saved:
+    if isinstance(_owner, ModuleType):
+        _saved.update(_as_defined(_owner))
+
+LIBRARY_OWNERS = [owner for owner, _ in LIBRARY.saved]
+
+#: torch's own namespaces: a change of an existing attribute counts (new ones are lazy imports).
+TORCH_OWNERS = [torch, torch.nn.functional, torch.Tensor, nn.Module]
+
+
+def as_imported(owner: object, name: str) -> object:
+    """``owner.name`` as :data:`LIBRARY` holds it (the library's own, whatever is there now)."""
+    return dict(LIBRARY.saved)[owner][name]
+
+
+@contextlib.contextmanager
+def library_in_place() -> Iterator[list[str]]:
+    """Run the block with the library's own attributes; put the user's back afterwards.
+
+    Yields the attributes that were not the library's when the block began (``["`attention.
+    masked_softmax`"]`` after ``attention.masked_softmax = mine``).
+    """
+    with contextlib.ExitStack() as stack:
+        replaced = []
+        for owner, name, value in LIBRARY.differences():
+            stack.enter_context(parts.swapped(owner, name, value))
+            replaced.append(label(owner, name))
+        yield replaced

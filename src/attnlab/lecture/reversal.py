@@ -1,0 +1,82 @@
+"""The digit-reversal task, live: which models reverse a string, and where attention's alignment breaks."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from attnlab.decode import decode
+from attnlab.lecture.display import Picture, Table
+from attnlab.pictures import canvas, heatmaps
+from attnlab.training.checkpoints import load
+
+__all__ = ["reverse_demo", "alignment_failure"]
+
+
+def reverse_demo(names: Sequence[str], lengths: Sequence[int], seed: int = 0) -> Table:
+    """Reverse random digit strings of the given lengths with each model; mark each answer.
+
+    A right answer shows as a tick; a wrong one shows how many digits it got wrong, then the
+    model's output, so the failure is visible without comparing long strings by eye.
+    """
+    rng = np.random.default_rng(seed)
+    models = [load(n) for n in names]
+    rows = []
+    for length in lengths:
+        digits = "".join(rng.choice(list("0123456789"), size=length))
+        expected = digits[::-1]
+        row = [str(length), digits]
+        for model in models:
+            try:
+                got = model.translate(digits)
+            except ValueError as err:  # e.g. longer than the model supports
+                got = f"({err})"
+            row.append("✓ right" if got == expected else "✗ " + _mark_wrong(got, expected))
+        rows.append(row)
+    return Table(["length", "input", *names], rows, "Reverse a digit string", first_width=10)
+
+
+def _mark_wrong(got: str, expected: str) -> str:
+    """How many of the expected digits ``got`` has wrong (or missing), then ``got`` itself."""
+    wrong = sum(i >= len(got) or got[i] != c for i, c in enumerate(expected))
+    return f"{wrong}/{len(expected)} digits wrong: {got}"
+
+
+def _first_wrong(got: str, expected: str) -> int | None:
+    """0-based index of the first output character that is not the expected one, or None."""
+    for t in range(max(len(got), len(expected))):
+        if t >= len(got) or t >= len(expected) or got[t] != expected[t]:
+            return t
+    return None
+
+
+def alignment_failure(model, length: int = 45, seed: int = 0) -> Picture:
+    """Reverse a random digit string with ``model``; show alpha against the right alignment.
+
+    For reversal, output digit t (1-based) should attend to source digit n + 1 - t: the
+    dotted line.  The red line marks the first wrong output digit.
+    """
+    rng = np.random.default_rng(seed)
+    digits = "".join(rng.choice(list("0123456789"), size=length))
+    result = decode(model, digits)
+    alpha = result.alpha.reshape(-1, *result.alpha.shape[-2:]).mean(axis=0)  # (T, n)
+    wrong = _first_wrong(result.text, digits[::-1])
+    T, n = alpha.shape
+    fig, sizes = canvas.slide_figure(760, 460)
+    ax = fig.add_subplot()
+    x, y = [str(i) for i in range(1, n + 1)], [str(t) for t in range(1, T + 1)]  # 1-based
+    heatmaps.still_heatmap(
+        ax, alpha, x, y, xlabel="source position i", ylabel="output step t", sizes=sizes
+    )
+    ax.plot([length - 1 - t for t in range(length)], range(length), ":", color="white", lw=2)
+    if wrong is not None:
+        ax.axhline(wrong - 0.5, color="red", lw=2)  # above the first wrong row
+    right = length if wrong is None else wrong
+    ax.set_title(f"{length} digits in: the first {right} outputs right", fontsize=sizes.title)
+    summary = (
+        f"{length} digits in, {len(result.text)} out; first wrong output digit: "
+        f"{'none' if wrong is None else wrong + 1}"
+    )
+    data = {"digits": digits, "output": result.text, "first_wrong": wrong, "alpha": alpha}
+    return Picture(fig, summary, data)
