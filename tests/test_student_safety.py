@@ -16,6 +16,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from conftest import attnlab_command
 
 ROOT = Path(__file__).resolve().parents[1]
 PRELUDE = """
@@ -391,13 +392,7 @@ def test_save_does_not_follow_a_card_that_names_a_file_elsewhere(tmp_path):
 
 def course(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
     exercises = ROOT / "notebooks" / "07_attention_exercises.ipynb"
-    return subprocess.run(
-        [sys.executable, "-m", "attnlab", "course", str(exercises), *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=cwd,
-    )
+    return attnlab_command("course", str(exercises), *args, cwd=cwd)
 
 
 def test_the_course_tool_refuses_a_symlink_into_the_repository(tmp_path):

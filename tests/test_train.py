@@ -384,7 +384,9 @@ def test_the_training_code_imports_no_picture_and_no_command_line():
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     folders = set(run.stdout.split())
     assert "training" in folders, run.stderr
-    assert not folders & {"pictures", "experiments", "__main__", "lecture", "widgets", "checks"}, folders
+    assert not folders & {"pictures", "experiments", "__main__", "lecture", "widgets", "checks"}, (
+        folders
+    )
 
 
 def test_python_m_attnlab_train_refuses_bad_arguments_without_a_traceback():

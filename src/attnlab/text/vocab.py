@@ -1,12 +1,4 @@
-"""The two toy translation tasks and their character vocabularies.
-
-* ``dates``: a date as people write it ("3 May 1979", "Thursday, 03 May 1979", "03.05.1979")
-  -> the ISO form ``YYYY-MM-DD`` ("1979-05-03").
-* ``reverse``: a random digit string of length L -> the same string reversed (the length
-  experiment: does a fixed-length vector hold a long sentence?).
-
-Everything is generated from a seed with :class:`random.Random`; nothing is downloaded, and
-the same seed always gives the same examples.
+"""Vocabularies and tokens: what a model reads and writes.
 
 Vocabularies are per character, with four special tokens ``<pad> <sos> <eos> <unk>``; the
 language models (:mod:`attnlab.text.corpus`) use word vocabularies (``Vocab(words,

@@ -1,4 +1,4 @@
-"""The one frame mechanism of the four widgets: pre-rendered frames the browser picks.
+"""The one frame mechanism of the widgets: pre-rendered frames the browser picks.
 
 A widget whose picture depends on a few controls renders one frame per combination of their
 values: a picture (PNG in an ``Image``, or HTML) *and the readouts computed with it*.
