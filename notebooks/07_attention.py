@@ -407,7 +407,7 @@ lecture.teacher_forcing(transformer, "3 May 1979", "1979-05-03")
 # and `masked_softmax` gives the forbidden keys a weight of exactly 0.
 
 # %%
-lecture.show_source(A.causal_mask, A.masked_softmax)
+lecture.show_source(A.causal_mask, A.masked_softmax, A.mask_scores)
 
 # %% [markdown] slideshow={"slide_type": "notes"}
 # tril() keeps the lower triangle: row t (the query) allows columns 1..t (the keys). The masked

@@ -56,8 +56,8 @@ def softmax_ok(scores, mask=None):
     return torch.nan_to_num(torch.softmax(scores, dim=-1), nan=0.0)
 
 
-def decode_ok(s_prev, h, y_prev, score, cell, mask=None):
-    alpha = softmax_ok(score(s_prev.unsqueeze(1), h), mask).squeeze(1)  # (B, n)
+def decode_ok(s_prev, h, y_prev, score, cell):
+    alpha = softmax_ok(score(s_prev.unsqueeze(1), h)).squeeze(1)  # (B, n)
     c_t = (alpha.unsqueeze(-1) * h).sum(dim=1)  # (B, d_h)
     s_t = cell(torch.cat([y_prev, c_t], dim=-1), s_prev)
     return s_t, c_t, alpha
@@ -180,30 +180,30 @@ def naive_exp_softmax(scores, mask=None):
     return e / e.sum(dim=-1, keepdim=True).clamp_min(1e-30)
 
 
-def decode_unnormalised(s_prev, h, y_prev, score, cell, mask=None):
+def decode_unnormalised(s_prev, h, y_prev, score, cell):
     alpha = torch.exp(score(s_prev.unsqueeze(1), h)).squeeze(1)  # forgot to divide by the sum
     c_t = torch.einsum("bn,bnd->bd", alpha, h)
     return cell(torch.cat([y_prev, c_t], -1), s_prev), c_t, alpha
 
 
-def decode_uniform(s_prev, h, y_prev, score, cell, mask=None):
+def decode_uniform(s_prev, h, y_prev, score, cell):
     alpha = torch.full(h.shape[:2], 1.0 / h.shape[1])  # ignores the score
     c_t = h.mean(dim=1)
     return cell(torch.cat([y_prev, c_t], -1), s_prev), c_t, alpha
 
 
-def decode_swapped_concat(s_prev, h, y_prev, score, cell, mask=None):
-    _, c_t, alpha = decode_ok(s_prev, h, y_prev, score, cell, mask)
+def decode_swapped_concat(s_prev, h, y_prev, score, cell):
+    _, c_t, alpha = decode_ok(s_prev, h, y_prev, score, cell)
     return cell(torch.cat([c_t, y_prev], dim=-1), s_prev), c_t, alpha
 
 
-def decode_no_hidden(s_prev, h, y_prev, score, cell, mask=None):
-    _, c_t, alpha = decode_ok(s_prev, h, y_prev, score, cell, mask)
+def decode_no_hidden(s_prev, h, y_prev, score, cell):
+    _, c_t, alpha = decode_ok(s_prev, h, y_prev, score, cell)
     return cell(torch.cat([y_prev, c_t], dim=-1)), c_t, alpha  # starts from zeros
 
 
-def decode_wrong_context(s_prev, h, y_prev, score, cell, mask=None):
-    s_t, c_t, alpha = decode_ok(s_prev, h, y_prev, score, cell, mask)
+def decode_wrong_context(s_prev, h, y_prev, score, cell):
+    s_t, c_t, alpha = decode_ok(s_prev, h, y_prev, score, cell)
     return s_t, h[:, -1], alpha  # c_t = the last encoder state
 
 

@@ -124,13 +124,13 @@ def test_default_dtype_grad_mode_parameters_and_hooks_are_put_back():
         from attnlab.checks.inside_models import reference_model
         model = reference_model("rnnsearch-dates").model
         before = {k: v.clone() for k, v in model.state_dict().items()}
-        def decode_step(s_prev, h, y_prev, score, cell, mask=None):
+        def decode_step(s_prev, h, y_prev, score, cell):
             torch.set_default_dtype(torch.float64)
             torch.set_grad_enabled(True)
             with torch.no_grad():
                 cell.weight_ih.mul_(0.5)  # the model's own GRU cell
             cell.register_forward_hook(lambda *a: None)
-            return checks.reference("decode_step")(s_prev, h, y_prev, score, cell, mask)
+            return checks.reference("decode_step")(s_prev, h, y_prev, score, cell)
         bad = checks.in_model("decode_step", decode_step)
         same = all(torch.equal(before[k], v) for k, v in model.state_dict().items())
         hooks = sum(len(m._forward_hooks) for m in model.modules())

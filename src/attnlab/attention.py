@@ -48,6 +48,7 @@ __all__ = [
     "SCORES",
     "make_score",
     "masked_softmax",
+    "mask_scores",
     "attention",
     "scaled_dot_product_attention",
     "causal_mask",
@@ -177,12 +178,16 @@ def masked_softmax(scores: Tensor, mask: Tensor | None = None) -> Tensor:
     """
     if mask is None:
         return torch.softmax(scores, dim=-1)
-    # Forbidden scores -> the most negative float, so exp(score - row max) underflows to 0.
-    # (Not -inf: a row with nothing allowed would give exp(-inf - -inf) = NaN.)
-    lowest = torch.finfo(scores.dtype).min
-    alpha = torch.softmax(torch.where(mask, scores, lowest), dim=-1)  # stable: max subtracted
+    alpha = torch.softmax(mask_scores(scores, mask), dim=-1)  # stable: max subtracted
     # Exactly 0 where forbidden; a row with nothing allowed (uniform above) becomes all 0.
     return torch.where(mask, alpha, 0.0)
+
+
+def mask_scores(scores: Tensor, mask: Tensor) -> Tensor:
+    """scores (..., m, n) with the forbidden ones (mask False) at the most negative float, so
+    that exp(score - row max) underflows to exactly 0 there: the one way attention masks."""
+    # The lowest float, not -inf: a row with nothing allowed would give exp(-inf - -inf) = NaN.
+    return torch.where(mask, scores, torch.finfo(scores.dtype).min)
 
 
 def causal_mask(n: int, device: torch.device | str | None = None) -> Tensor:

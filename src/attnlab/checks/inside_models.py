@@ -326,7 +326,7 @@ _IN_MODEL_OK = {
     "scaled_dot_product_attention": "The batch pads the shorter dates and the decoder's causal "
     "mask hides the future, so your mask was used; on its own your function also handles a "
     "fully masked row (a case no date reaches).",
-    "decode_step": "The model hands your function the padding mask of the shorter dates.",
+    "decode_step": "The score handed to your function hides the padding of the shorter dates.",
     "encoder_block": "The batch pads the shorter dates: the `self_attn` handed to your block "
     "hides them.",
 }

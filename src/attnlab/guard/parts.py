@@ -10,7 +10,7 @@ in that attribute runs inside the trained model:
 * ``scaled_dot_product_attention``: ``attnlab.attention.scaled_dot_product_attention``, every
   head of ``MultiHeadAttention``;
 * ``decode_step``: ``RNNSearch.decode_step``, s_t, c_t, alpha_t = decode_step(s_{t-1}, h,
-  y_{t-1}, score, cell, mask) with mask (B, 1, n) True at the real source tokens;
+  y_{t-1}, score, cell), the score hiding the padding;
 * ``encoder_block``: ``forward`` of each ``Transformer.encoder_layers[l]``, x = block(x
   (B, n, d), src_mask (B, 1, n)).
 

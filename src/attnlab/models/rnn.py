@@ -27,7 +27,7 @@ import torch
 from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from attnlab.attention import AdditiveScore, attention, make_score, padding_mask
+from attnlab.attention import AdditiveScore, attention, make_score, mask_scores, padding_mask
 from attnlab.models.base import Seq2SeqModel, State, StepOutput
 from attnlab.text.vocab import Vocab
 
@@ -62,18 +62,16 @@ def decode_step(
     y_prev: Tensor,
     score: Callable,
     cell: nn.GRUCell,
-    mask: Tensor | None = None,
 ) -> tuple[Tensor, Tensor, Tensor]:
     r"""One decoding step with attention (Bahdanau et al.): the exercise's function, and the
     model's.
 
     s_prev (B, S) = s_{t-1}, h (B, n, 2H) = h_1..h_n, y_prev (B, E) = the embedded y_{t-1},
-    score(queries (B, m, S), keys (B, n, 2H)) -> (B, m, n), cell a GRUCell, mask (B, 1, n)
-    True at the real source tokens (None: every h_i is real)
+    score(queries (B, m, S), keys (B, n, 2H)) -> (B, m, n), cell a GRUCell
     -> s_t (B, S), c_t (B, 2H), alpha_t (B, n).
     """
-    # alpha_{t,i} = softmax_i(score(s_{t-1}, h_i)) over the allowed i,  c_t = sum_i alpha_{t,i} h_i
-    c, alpha = attention(s_prev[:, None, :], h, h, score, mask)  # (B, 1, 2H), (B, 1, n)
+    # alpha_{t,i} = softmax_i(score(s_{t-1}, h_i)),  c_t = sum_i alpha_{t,i} h_i
+    c, alpha = attention(s_prev[:, None, :], h, h, score)  # (B, 1, 2H), (B, 1, n)
     c, alpha = c[:, 0], alpha[:, 0]  # c_t: (B, 2H), alpha_t: (B, n)
     s = cell(torch.cat([y_prev, c], dim=-1), s_prev)  # s_t = f(s_{t-1}, y_{t-1}, c_t)
     return s, c, alpha
@@ -163,15 +161,15 @@ class RNNSearch(_RecurrentSeq2Seq):
 
     def step(self, state: State, y_prev: Tensor) -> StepOutput:
         y = self.tgt_emb(y_prev)  # y_{t-1}: (B, E)
-        s, c, alpha = self.decode_step(
-            state["s"], state["h"], y, self._score(state), self.decoder, state["mask"]
-        )
+        s, c, alpha = self.decode_step(state["s"], state["h"], y, self._score(state), self.decoder)
         logits = self.out(self.drop(torch.cat([s, c, y], dim=-1)))  # W_o [s_t; c_t; y_{t-1}]
         return StepOutput(logits, alpha[:, None, None, :], c, {**state, "s": s})
 
     def _score(self, state: State) -> Callable[[Tensor, Tensor], Tensor]:
-        """e_{t,i} = score(s_{t-1}, h_i) for this batch (the padding is the mask's business:
-        decode_step hands ``state["mask"]`` to masked_softmax)."""
-        if "Uh" in state and isinstance(self.score, AdditiveScore):
-            return partial(self.score, Uh=state["Uh"])  # U h_i, computed once per source
-        return self.score
+        """e_{t,i} = score(s_{t-1}, h_i) for this batch, the padding hidden as masked_softmax
+        hides it (:func:`attnlab.attention.mask_scores`): Bahdanau's step takes no mask, and
+        whatever softmax it takes gives the padding alpha_{t,i} = 0."""
+        score, mask = self.score, state["mask"]  # mask (B, 1, n): True at real source tokens
+        if "Uh" in state and isinstance(score, AdditiveScore):
+            score = partial(score, Uh=state["Uh"])  # U h_i, computed once per source
+        return lambda query, key: mask_scores(score(query, key), mask)  # (B, 1, n)

@@ -1,6 +1,6 @@
 r"""One decoding step of RNNSearch (Bahdanau et al., 2015): score, softmax, context, GRU cell.
 
-``check_decode_step(fn)`` runs the student's ``decode_step(s_prev, h, y_prev, score, cell, mask=None)`` on
+``check_decode_step(fn)`` runs the student's ``decode_step(s_prev, h, y_prev, score, cell)`` on
 hidden examples with d_s != d_h != d_y (so that a mix-up shows as a shape) and compares it with
 :func:`attnlab.models.rnn.decode_step`, the one the model runs.
 """
@@ -96,7 +96,7 @@ def _decode_body(fn: Callable) -> str:
 
 
 def check_decode_step(fn: Callable) -> CheckResult:
-    """Check ``decode_step(s_prev, h, y_prev, score, cell, mask=None) -> (s_t, c_t, alpha)``."""
+    """Check ``decode_step(s_prev, h, y_prev, score, cell) -> (s_t, c_t, alpha)``."""
     return run_check("decode_step", fn, _decode_body)
 
 
