@@ -9,6 +9,7 @@ import copy
 import functools
 import inspect
 import math
+import re
 import textwrap
 
 import pytest
@@ -32,7 +33,7 @@ from attnlab.attention import (
     scaled_dot_product_attention,
     scaled_dot_score,
 )
-from attnlab.guard.inputs import checked
+from attnlab.guard.inputs import validated
 
 E = math.e
 
@@ -179,7 +180,7 @@ def test_make_score_rejects_bad_requests():
 def test_dot_scores_reject_different_d(score):
     q, k = torch.randn(2, 3), torch.randn(4, 5)
     with pytest.raises(ValueError) as excinfo:
-        checked(score)(q, k)
+        validated(score)(q, k)
     assert_shapes_named(excinfo, (2, 3), (4, 5))
 
 
@@ -187,16 +188,16 @@ def test_dot_scores_reject_different_d(score):
 def test_weighted_scores_reject_wrong_sizes(score):
     q, k = torch.randn(2, 4), torch.randn(6, 5)  # d_q = 4 where 3 was built
     with pytest.raises(ValueError) as excinfo:
-        checked(score)(q, k)
+        validated(score)(q, k)
     assert_shapes_named(excinfo, (2, 4), (6, 5))
 
 
 def test_scores_reject_1d_and_mismatched_batches():
     with pytest.raises(ValueError) as excinfo:
-        checked(dot_score)(torch.randn(3), torch.randn(4, 3))
+        validated(dot_score)(torch.randn(3), torch.randn(4, 3))
     assert_shapes_named(excinfo, (3,), (4, 3))
     with pytest.raises(ValueError) as excinfo:
-        checked(dot_score)(torch.randn(2, 4, 3), torch.randn(3, 5, 3))
+        validated(dot_score)(torch.randn(2, 4, 3), torch.randn(3, 5, 3))
     assert_shapes_named(excinfo, (2, 4, 3), (3, 5, 3))
 
 
@@ -289,20 +290,20 @@ def test_scaled_dot_product_attention_with_scores_around_1e4():
 def test_non_bool_mask_is_rejected(dtype):
     scores = torch.randn(2, 3)
     with pytest.raises(ValueError, match="bool"):
-        checked(masked_softmax)(scores, torch.ones(2, 3, dtype=dtype))
+        validated(masked_softmax)(scores, torch.ones(2, 3, dtype=dtype))
     with pytest.raises(ValueError, match="bool"):
-        checked(scaled_dot_product_attention)(
+        validated(scaled_dot_product_attention)(
             torch.randn(2, 4), torch.randn(3, 4), torch.randn(3, 5), torch.ones(2, 3, dtype=dtype)
         )
 
 
 def test_mask_of_wrong_shape_is_rejected():
     with pytest.raises(ValueError) as excinfo:
-        checked(masked_softmax)(torch.randn(2, 3), torch.ones(2, 4, dtype=torch.bool))
+        validated(masked_softmax)(torch.randn(2, 3), torch.ones(2, 4, dtype=torch.bool))
     assert_shapes_named(excinfo, (2, 4), (2, 3))
     # a mask may broadcast to the scores, not the other way round
     with pytest.raises(ValueError) as excinfo:
-        checked(masked_softmax)(torch.randn(2, 3), torch.ones(5, 2, 3, dtype=torch.bool))
+        validated(masked_softmax)(torch.randn(2, 3), torch.ones(5, 2, 3, dtype=torch.bool))
     assert_shapes_named(excinfo, (5, 2, 3), (2, 3))
 
 
@@ -317,12 +318,12 @@ def test_attention_by_hand():
     close(alpha, [[a1, a2]])
     close(context, [[a1 * 1 + a2 * 3, a1 * 2 + a2 * 4]])
     # the default score is the dot score; at the boundary a parameter-free score may be named
-    for context in (attention(s, h, values)[0], checked(attention)(s, h, values, "dot")[0]):
+    for context in (attention(s, h, values)[0], validated(attention)(s, h, values, "dot")[0]):
         close(context, [[a1 * 1 + a2 * 3, a1 * 2 + a2 * 4]])
     # scaled: scores (1/sqrt 2, 0)
     b1 = math.exp(1 / math.sqrt(2)) / (math.exp(1 / math.sqrt(2)) + 1)
     close(attention(s, h, values, scaled_dot_score)[1], [[b1, 1 - b1]])
-    close(checked(attention)(s, h, values, "scaled_dot")[1], [[b1, 1 - b1]])
+    close(validated(attention)(s, h, values, "scaled_dot")[1], [[b1, 1 - b1]])
 
 
 def test_attention_default_score_is_dot():
@@ -350,7 +351,7 @@ def test_attention_context_is_the_weighted_sum_of_values():
 
 
 def test_attention_rejects_incompatible_shapes():
-    attention = checked(A.attention)  # the boundary: what a widget or a check calls
+    attention = validated(A.attention)  # the boundary: the equation behind validated arguments
     q, k = torch.randn(2, 3, 4), torch.randn(2, 5, 4)
     with pytest.raises(ValueError) as excinfo:
         attention(q, k, torch.randn(2, 6, 7), "dot")  # values n = 6, keys n = 5
@@ -369,7 +370,7 @@ def test_attention_rejects_incompatible_shapes():
 def test_attention_rejects_weighted_score_by_name():
     q = torch.randn(3, 4)
     with pytest.raises(ValueError, match="GeneralScore"):
-        checked(attention)(q, q, q, "general")
+        validated(attention)(q, q, q, "general")
 
 
 # --------------------------------------------------------------------------- scaled dot-product
@@ -409,20 +410,20 @@ def test_scaled_dot_product_attention_shapes():
 def test_scaled_dot_product_attention_rejects_incompatible_shapes(shapes):
     Q, K, V = (torch.randn(*shape) for shape in shapes)
     with pytest.raises(ValueError) as excinfo:
-        checked(scaled_dot_product_attention)(Q, K, V)
+        validated(scaled_dot_product_attention)(Q, K, V)
     assert_shapes_named(excinfo, *shapes)
 
 
 def test_scaled_dot_product_attention_rejects_mask_of_wrong_shape():
     Q, K, V = torch.randn(3, 4), torch.randn(5, 4), torch.randn(5, 2)
     with pytest.raises(ValueError) as excinfo:
-        checked(scaled_dot_product_attention)(Q, K, V, torch.ones(5, 3, dtype=torch.bool))
+        validated(scaled_dot_product_attention)(Q, K, V, torch.ones(5, 3, dtype=torch.bool))
     assert_shapes_named(excinfo, (5, 3), (3, 5))
 
 
 def test_non_tensor_input_is_a_type_error():
     with pytest.raises(TypeError):
-        checked(scaled_dot_product_attention)([[1.0]], torch.ones(1, 1), torch.ones(1, 1))
+        validated(scaled_dot_product_attention)([[1.0]], torch.ones(1, 1), torch.ones(1, 1))
 
 
 # --------------------------------------------------------------------------- masks
@@ -438,7 +439,7 @@ def test_causal_mask_3():
 @pytest.mark.parametrize("n", [-1, 2.5, "3", True])
 def test_causal_mask_rejects_bad_n(n):
     with pytest.raises(ValueError):
-        checked(causal_mask)(n)
+        validated(causal_mask)(n)
 
 
 def test_padding_mask_by_hand():
@@ -455,7 +456,7 @@ def test_padding_mask_by_hand():
 )
 def test_padding_mask_rejects_bad_input(lengths, n):
     with pytest.raises(ValueError):
-        checked(padding_mask)(lengths, n)
+        validated(padding_mask)(lengths, n)
 
 
 def test_padding_mask_masks_keys_in_attention():
@@ -544,7 +545,7 @@ def test_multi_head_attention_rejects_incompatible_shapes(shapes):
     mha = MultiHeadAttention(8, 2)
     query, key, value = (torch.randn(*shape) for shape in shapes)
     with pytest.raises(ValueError) as excinfo:
-        checked(mha)(query, key, value)
+        validated(mha)(query, key, value)
     assert_shapes_named(excinfo, *shapes)
 
 
@@ -552,10 +553,10 @@ def test_multi_head_attention_rejects_bad_masks():
     mha = MultiHeadAttention(8, 2)
     x = torch.randn(2, 4, 8)
     with pytest.raises(ValueError) as excinfo:
-        checked(mha)(x, x, x, causal_mask(5))
+        validated(mha)(x, x, x, causal_mask(5))
     assert_shapes_named(excinfo, (5, 5), (2, 4, 4))
     with pytest.raises(ValueError, match="bool"):
-        checked(mha)(x, x, x, causal_mask(4).float())
+        validated(mha)(x, x, x, causal_mask(4).float())
 
 
 def test_multi_head_attention_returns_a_tensor_and_keeps_its_last_weights():
@@ -598,7 +599,7 @@ def test_positional_encoding_odd_d_and_range():
 @pytest.mark.parametrize("n, d", [(-1, 4), (3, 0), (2.0, 4), (3, "4")])
 def test_positional_encoding_rejects_bad_sizes(n, d):
     with pytest.raises(ValueError):
-        checked(positional_encoding)(n, d)
+        validated(positional_encoding)(n, d)
 
 
 def from_torch(twin: torch.nn.MultiheadAttention) -> MultiHeadAttention:
@@ -641,14 +642,14 @@ def _calls(q, k, v):
     """Every equation of the attention core, through the boundary, on (q, k, v) of one shape."""
     mha = MultiHeadAttention(4, 2)
     return {
-        "dot_score": lambda: checked(dot_score)(q, k),
-        "scaled_dot_score": lambda: checked(scaled_dot_score)(q, k),
-        "GeneralScore": lambda: checked(GeneralScore(4, 4))(q, k),
-        "AdditiveScore": lambda: checked(AdditiveScore(4, 4, 3))(q, k),
-        "masked_softmax": lambda: checked(masked_softmax)(q),
-        "attention": lambda: checked(attention)(q, k, v),
-        "scaled_dot_product_attention": lambda: checked(scaled_dot_product_attention)(q, k, v),
-        "MultiHeadAttention": lambda: checked(mha)(q, k, v),
+        "dot_score": lambda: validated(dot_score)(q, k),
+        "scaled_dot_score": lambda: validated(scaled_dot_score)(q, k),
+        "GeneralScore": lambda: validated(GeneralScore(4, 4))(q, k),
+        "AdditiveScore": lambda: validated(AdditiveScore(4, 4, 3))(q, k),
+        "masked_softmax": lambda: validated(masked_softmax)(q),
+        "attention": lambda: validated(attention)(q, k, v),
+        "scaled_dot_product_attention": lambda: validated(scaled_dot_product_attention)(q, k, v),
+        "MultiHeadAttention": lambda: validated(mha)(q, k, v),
     }
 
 
@@ -776,26 +777,28 @@ def test_the_equations_check_nothing_and_the_boundary_checks_once(monkeypatch):
     from attnlab.guard import inputs
 
     calls = []
-    real = inputs._check_dtypes
-    monkeypatch.setattr(inputs, "_check_dtypes", lambda *a, **k: (calls.append(a), real(*a, **k)))
+    real = inputs._validate_dtypes
+    monkeypatch.setattr(
+        inputs, "_validate_dtypes", lambda *a, **k: (calls.append(a), real(*a, **k))
+    )
     x = torch.randn(1, 5, 8)
     mha = MultiHeadAttention(8, 2)
     mha(x, x, x, causal_mask(5))
     attention(x, x, x, GeneralScore(8, 8))
     masked_softmax(torch.randn(3, 4))
     assert calls == []  # the equations trust their callers
-    checked(mha)(x, x, x, causal_mask(5))
+    validated(mha)(x, x, x, causal_mask(5))
     assert len(calls) == 1  # once at the boundary, not again in sdpa or masked_softmax
     calls.clear()
-    checked(attention)(x, x, x, GeneralScore(8, 8))  # and the score's inputs for it
+    validated(attention)(x, x, x, GeneralScore(8, 8))  # and the score's inputs for it
     assert len(calls) == 2
     with pytest.raises(TypeError, match="no input check"):
-        checked(lambda q, k: q)  # only the library's own equations have a check
+        validated(lambda q, k: q)  # only the library's own equations have a check
 
 
 def test_a_score_from_outside_must_return_scores_of_the_right_shape():
     q, k = torch.randn(2, 3, 4), torch.randn(2, 5, 4)
-    at_the_boundary = checked(attention)
+    at_the_boundary = validated(attention)
     with pytest.raises(ValueError, match=r"\(2, 3, 5\); got shape \(\)") as excinfo:
         at_the_boundary(q, k, k, lambda s, h: s.sum())  # a number, not (B, m, n)
     assert "\n" not in str(excinfo.value)
@@ -810,14 +813,50 @@ def test_a_score_from_outside_must_return_scores_of_the_right_shape():
 
 
 def test_one_table_from_score_names_to_scores(monkeypatch):
-    for name in SCORES:
-        assert isinstance(make_score(name, 4, 4, 3), torch.nn.Module)
+    # Each name builds the score of its formula, written here from the module's own weights.
+    formulas = {
+        "dot": lambda m, s, h: s @ h.mT,
+        "scaled_dot": lambda m, s, h: s @ h.mT / math.sqrt(4),
+        "general": lambda m, s, h: s @ m.W_a @ h.mT,
+        "additive": lambda m, s, h: (
+            torch.tanh((s @ m.W.weight.T)[:, :, None] + (h @ m.U.weight.T)[:, None]) @ m.v.weight[0]
+        ),
+    }
+    assert set(formulas) == set(SCORES)  # a new score needs its formula here
+    g = torch.Generator().manual_seed(0)
+    s, h = torch.randn(2, 3, 4, generator=g), torch.randn(2, 5, 4, generator=g)
+    for name, formula in formulas.items():
+        score = make_score(name, 4, 4, 3)
+        assert isinstance(score, torch.nn.Module)
+        close(score(s, h), formula(score, s, h))  # (B, m, n) = (2, 3, 5)
+    assert make_score("additive", 4, 4, 3).v.weight.shape == (1, 3)  # d_attn as given
     q = torch.tensor([[1.0, 0.0, 0.0, 0.0], [0.0, 2.0, 0.0, 0.0]])  # (m=n=2, d=4)
     # q q^T = [[1, 0], [0, 4]]; scaled by sqrt(4) = 2: [[1/2, 0], [0, 2]]
     dot = [[E / (E + 1), 1 / (E + 1)], [1 / (1 + E**4), E**4 / (1 + E**4)]]
     half, e2 = math.exp(0.5), math.exp(2.0)
     scaled = [[half / (half + 1), 1 / (half + 1)], [1 / (1 + e2), e2 / (1 + e2)]]
-    close(checked(attention)(q, q, q, "dot")[1], dot)
-    close(checked(attention)(q, q, q, "scaled_dot")[1], scaled)
+    close(validated(attention)(q, q, q, "dot")[1], dot)
+    close(validated(attention)(q, q, q, "scaled_dot")[1], scaled)
     monkeypatch.setitem(SCORES, "dot", SCORES["scaled_dot"])  # names go through the table
-    close(checked(attention)(q, q, q, "dot")[1], scaled)
+    close(validated(attention)(q, q, q, "dot")[1], scaled)
+
+
+def test_the_stated_speed_targets_are_the_benchmarks():
+    """README.md and docs/architecture.md state benchmarks/attention.py's TARGETS."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    tree = ast.parse((root / "benchmarks" / "attention.py").read_text(encoding="utf-8"))
+    targets = next(
+        ast.literal_eval(node.value)
+        for node in tree.body
+        if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", None) == "TARGETS"
+    )
+    (small, small_ratio), (large, large_ratio) = sorted(targets.items())
+    stated = (
+        rf"within {small_ratio:g}x of\s+torch's fused kernel at n = {small}"
+        rf"\s+and\s+(within\s+)?{large_ratio:g}x at n = {large}"
+    )
+    for doc in ("README.md", "docs/architecture.md"):
+        text = (root / doc).read_text(encoding="utf-8")
+        assert re.search(stated, text), f"{doc} does not state the targets {targets}"

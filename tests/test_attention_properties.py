@@ -24,7 +24,7 @@ from attnlab.attention import (
     padding_mask,
     scaled_dot_product_attention,
 )
-from attnlab.guard.inputs import checked
+from attnlab.guard.inputs import validated
 
 ATOL = 1e-5
 
@@ -247,5 +247,5 @@ def test_the_four_scores_are_interchangeable(batch, m, n, d_q, d_k, d_v, seed, d
         expected = masked_softmax(score(query, key), mask)
         torch.testing.assert_close(alpha, expected)
         # the boundary's check passes good input through unchanged, to the same result
-        checked_context, checked_alpha = checked(attention)(query, key, value, score, mask)
-        assert torch.equal(checked_context, context) and torch.equal(checked_alpha, alpha)
+        validated_context, validated_alpha = validated(attention)(query, key, value, score, mask)
+        assert torch.equal(validated_context, context) and torch.equal(validated_alpha, alpha)

@@ -108,26 +108,39 @@ def test_a_good_beam_width_translates(models, beam):
 
 
 # --------------------------------------------------------------------------- loading
+UNKNOWN = (ValueError, "unknown model")
+NOT_FOUND = (FileNotFoundError, "checkpoint card not found")
+NUL = (ValueError, "has no NUL character")
+NOT_A_NAME = (ValueError, "a checkpoint is a name or a path; got ")
+# Each bad name, the error it gets, and the words of its one line (the name's own fault).
 NAMES = {
-    "empty": "",
-    "unknown": "rnnsearch-klingon",
-    "traversal": "../../etc/passwd",
-    "absolute": "/etc/passwd",
-    "nul": "rnnsearch-dates\x00",
-    "huge": "x" * 10_000,
-    "mathtext": "$x$",
-    "missing path": Path("/nonexistent/model.json"),
-    "nul path": "folder/a\x00.json",
-    "folder path": "src/",
-    "None": None,
-    "int": 5,
-    "list": ["rnnsearch-dates"],
+    "empty": ("", UNKNOWN),
+    "unknown": ("rnnsearch-klingon", UNKNOWN),
+    "traversal": ("../../etc/passwd", NOT_FOUND),
+    "absolute": ("/etc/passwd", NOT_FOUND),
+    "nul": ("rnnsearch-dates\x00", NUL),
+    "huge": ("x" * 10_000, UNKNOWN),
+    "mathtext": ("$x$", UNKNOWN),
+    "missing path": (Path("/nonexistent/model.json"), NOT_FOUND),
+    "nul path": ("folder/a\x00.json", NUL),
+    "folder path": ("src/", UNKNOWN),
+    "None": (None, NOT_A_NAME),
+    "int": (5, NOT_A_NAME),
+    "list": (["rnnsearch-dates"], NOT_A_NAME),
 }
 
 
-@pytest.mark.parametrize("name", NAMES.values(), ids=NAMES.keys())
-def test_load_names(name):
-    assert isinstance(works_or_says_why(attnlab.load, name), BaseException)
+@pytest.mark.parametrize("name, refusal", NAMES.values(), ids=NAMES.keys())
+def test_load_names(name, refusal):
+    kind, words = refusal
+    err = works_or_says_why(attnlab.load, name)
+    assert type(err) is kind and words in str(err), repr(err)
+    if refusal is UNKNOWN:  # and the names that exist
+        assert "; choose one of rnnenc-dates, " in str(err), str(err)
+    elif refusal is NOT_FOUND:  # the path it looked for
+        assert str(err).endswith(f"{str(name).removesuffix('.json')}.json"), str(err)
+    elif refusal is NOT_A_NAME:
+        assert str(err).endswith(f"got {type(name).__name__}"), str(err)
 
 
 def crafted_cards() -> dict:

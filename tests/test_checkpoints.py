@@ -20,9 +20,9 @@ import attnlab
 from attnlab.models import catalogue
 from attnlab.text.tasks import dates
 from attnlab.training import checkpoints
-from attnlab.training.batches import evaluate
 from attnlab.training.checkpoints import CHECKPOINT_DIR, CheckpointError
 from attnlab.training.config import TEST_SEED_OFFSET
+from attnlab.training.evaluate import evaluate
 
 CARD_FIELDS = {
     "kind", "task", "config", "src_vocab", "tgt_vocab", "seed", "steps", "train_seconds",
@@ -351,6 +351,15 @@ def test_save_refuses_a_bad_name(tmp_path):
     for name in ("../escape", "a/b", "", "x" * 200, "a.b"):
         with pytest.raises(ValueError, match="checkpoint name"):
             checkpoints.save(model, name, model.card, directory=tmp_path)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_save_refuses_a_card_that_load_would_refuse(tmp_path):
+    """save checks the card by the rules load reads it by, before writing a byte."""
+    model = attnlab.load("rnnenc-dates")
+    for change in ({"heldout_accuracy": 1.5}, {"src_vocab": ["a", "a"]}, {"steps": -1}):
+        with pytest.raises(CheckpointError, match="copy.json refused"):
+            checkpoints.save(model, "copy", {**model.card, **change}, directory=tmp_path)
     assert list(tmp_path.iterdir()) == []
 
 

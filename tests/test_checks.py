@@ -110,10 +110,29 @@ CORRECT = {
 
 
 @pytest.mark.parametrize("name", EXERCISES)
-def test_the_reference_passes(name):
-    result = run_check(name, checks.reference(name))
+def test_the_reference_passes_and_is_the_equation(name):
+    """The check compares with the library's own function, so passing it alone proves only the
+    harness; on the very inputs the check gave it, the reference must also agree with the
+    answer written above without attnlab: a wrong equation in the library fails here."""
+    reference, given = checks.reference(name), []
+
+    def recorded(*args, **kwargs):
+        given.append(([_kept(a) for a in args], {k: _kept(v) for k, v in kwargs.items()}))
+        return reference(*args, **kwargs)
+
+    result = run_check(name, recorded)
     assert result.ok and result.category == "ok", result.message
     assert result.message.startswith(f"✓ {name}: correct. ") and str(result) == result.message
+    assert given, "the check never called the function"
+    with torch.no_grad():
+        for args, kwargs in given:
+            ours, independent = reference(*args, **kwargs), CORRECT[name](*args, **kwargs)
+            torch.testing.assert_close(ours, independent, atol=1e-5, rtol=1e-4)
+
+
+def _kept(x):
+    """A copy of what the check passed, as it was when passed."""
+    return x.clone() if isinstance(x, torch.Tensor) else x
 
 
 @pytest.mark.parametrize("name", EXERCISES)

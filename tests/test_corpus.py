@@ -13,19 +13,8 @@ import pytest
 from conftest import attnlab_command
 
 from attnlab.text import corpus
-from attnlab.text.corpus import (
-    LANGS,
-    SOURCES,
-    SPLITS,
-    CatalogError,
-    build,
-    catalog_dir,
-    clean_pair,
-    load_corpus,
-    parse_po,
-    source_key,
-    split_of,
-)
+from attnlab.text.catalogs import SOURCES, CatalogError, catalog_dir, parse_json_catalog, parse_po
+from attnlab.text.corpus import LANGS, SPLITS, build, clean_pair, load_corpus, source_key, split_of
 from attnlab.text.vocab import tokenize
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -190,7 +179,7 @@ msgstr "Tout "
 
 
 def test_json_catalog_keys_with_a_context(tmp_path):
-    pairs = corpus._parse_json_catalog(
+    pairs = parse_json_catalog(
         '{"": {"domain": "x"}, "menu\\u0004Close Tab": ["Fermer l\'onglet"],'
         ' "%1 Item": ["%1 \\u00e9l\\u00e9ment", "%1 \\u00e9l\\u00e9ments"]}'
     )

@@ -1,4 +1,5 @@
-"""attnlab.text.vocab: deterministic tasks, every date form, vocabularies that name unknown characters."""
+"""attnlab.text.tasks (deterministic tasks, every date form) and attnlab.text.vocab
+(vocabularies that name unknown characters); the one list of tasks."""
 
 from __future__ import annotations
 
@@ -114,13 +115,11 @@ def test_unknown_characters_are_named():
     assert v.unknown("3 may 1979 xq😀") == ["x", "q", "😀"]
     ids = v.encode("3 x", unknown="unk")
     assert ids[-1] == v.unk and len(ids) == 3
-    assert v.encode("3 xqx", unknown="return") == (
-        [*v.encode("3 "), v.unk, v.unk, v.unk],
-        ["x", "q"],
-    )
-    assert v.encode("3", unknown="return") == (v.encode("3"), [])
-    with pytest.raises(ValueError):
-        v.encode("3", unknown="ignore")
+    assert v.encode("3 xqx", unknown="unk") == [*v.encode("3 "), v.unk, v.unk, v.unk]
+    assert v.unknown("3 xqx") == ["x", "q"] and v.unknown("3") == []
+    for mode in ("ignore", "return"):  # only the two modes
+        with pytest.raises(ValueError, match="'raise' or 'unk'"):
+            v.encode("3", unknown=mode)
 
 
 def test_special_token_names_are_not_characters_of_the_text():
@@ -163,3 +162,32 @@ def test_padding_and_the_teacher_forced_input_use_the_vocabularys_pad():
     assert padded([[4, 5, 2], [5, 2]], v.pad).tolist() == [[4, 5, 2], [5, 2, v.pad]]
     assert padded([[4]], v.pad, length=3).tolist() == [[4, v.pad, v.pad]]
     assert teacher_forced_input([[4, 5], []], v).tolist() == [[v.sos, 4, 5], [v.sos, v.pad, v.pad]]
+
+
+@pytest.mark.parametrize(
+    "module", ["attnlab.text.vocab", "attnlab.models.registry", "attnlab.models.catalogue"]
+)
+def test_the_examples_in_the_docstrings_run(module):
+    """A docstring's example that imports a moved name fails here, not in a reader's hands."""
+    import doctest
+    import importlib
+
+    result = doctest.testmod(importlib.import_module(module), raise_on_error=False)
+    assert result.attempted > 0 and result.failed == 0, f"{module}: {result}"
+
+
+def test_one_list_of_tasks():
+    """The catalogue's tasks are the generated tasks and one per corpus language, and the
+    training recipes and the language experiment read their languages from it."""
+    from attnlab.experiments.language import MODELS
+    from attnlab.models import catalogue
+    from attnlab.text.corpus import LANGS
+    from attnlab.training.config import CORPUS_TASKS
+
+    languages = {t: text.language for t, text in catalogue.TASK_TEXTS.items() if text.language}
+    assert set(catalogue.TASK_TEXTS) == set(TASKS) | set(languages)
+    assert not set(TASKS) & set(languages) and sorted(languages.values()) == sorted(LANGS)
+    assert CORPUS_TASKS == languages
+    for m in catalogue.entries():
+        assert m.task in catalogue.TASK_TEXTS
+        assert MODELS.get(m.name) == languages.get(m.task)

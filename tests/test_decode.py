@@ -17,7 +17,9 @@ from attnlab.decode import (
     allowed_tokens,
     beam_search,
     decode,
+    decode_batch,
     greedy,
+    source_batch,
     steps,
 )
 from attnlab.guard import parts
@@ -26,6 +28,7 @@ from attnlab.text.vocab import SPECIALS, InvalidInput, Vocab
 
 TEXTS = ["3 May 1979", "Thursday, 03 May 1979", "1979/05/03", "december 31, 2099", " 1.1.1900 "]
 NAMES = ["rnnenc-dates", "rnnsearch-dates", "transformer-dates"]
+ISO = ["1979-05-03", "1979-05-03", "1979-05-03", "2099-12-31", None]  # " 1.1.1900 ": unsure
 
 
 @pytest.fixture(scope="module")
@@ -36,9 +39,21 @@ def models():
 @pytest.mark.parametrize("name", NAMES)
 def test_steps_joined_equal_translate(models, name):
     model = models[name]
-    for text in TEXTS:
+    vocab = model.tgt_vocab
+    for text, iso in zip(TEXTS, ISO, strict=True):
         got = list(steps(model, text))
-        assert "".join(s.token for s in got) == model.translate(text) == decode(model, text).text
+        joined = "".join(s.token for s in got)
+        assert joined == model.translate(text)
+        assert iso is None or joined == iso, (text, joined)  # every model reads these right
+        # Greedy: each token is the most probable after the ones before it, by the model's
+        # teacher-forced forward (the training pass, not decode's step loop), and so is <eos>.
+        src = model.encode_source(text)  # (1, n)
+        tgt_in = torch.tensor([[vocab.sos, *(vocab.stoi[s.token] for s in got)]])  # (1, T + 1)
+        with torch.no_grad():
+            logits = model.eval()(src, torch.tensor([src.shape[1]]), tgt_in)[0]  # (T + 1, V)
+        p = torch.softmax(logits.masked_fill(~allowed_tokens(vocab), float("-inf")), -1)
+        assert p.argmax(-1).tolist() == [*tgt_in[0, 1:].tolist(), vocab.eos], (text, joined)
+        np.testing.assert_allclose([s.prob for s in got], p.max(-1).values[:-1], rtol=1e-4)
         assert [s.t for s in got] == list(range(len(got)))
         assert all(isinstance(s, Step) and 0.0 < s.prob <= 1.0 for s in got)
 
@@ -143,6 +158,52 @@ def test_beam_width_is_bounded(models, k):
 def test_the_widest_beam_runs(models):
     model = models["rnnsearch-dates"]
     assert model.translate("3 May 1979", beam=MAX_BEAM) == "1979-05-03"
+
+
+# --------------------------------------------------------------------------- batches
+def test_a_source_batch_ends_each_text_in_eos_and_counts_it():
+    vocab = attnlab.load("rnnsearch-dates").src_vocab
+    texts = ["3 may 1979", "1.1.1900", "5"]
+    src, src_len = source_batch(vocab, texts, length=14)
+    assert src.shape == (3, 14) and src_len.tolist() == [11, 9, 2]
+    for row, n, text in zip(src.tolist(), src_len.tolist(), texts, strict=True):
+        assert [vocab.itos[i] for i in row[: n - 1]] == list(text)  # the text, as read
+        assert row[n - 1] == vocab.eos and set(row[n:]) <= {vocab.pad}  # <eos>, then padding
+    assert source_batch(vocab, texts)[0].shape == (3, 11)  # the longest source, by default
+    assert source_batch(vocab, ["x5"])[0].tolist() == [[vocab.unk, vocab.stoi["5"], vocab.eos]]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_a_batch_decodes_each_text_as_decode_does(models, name):
+    """Padding the shorter texts changes nothing: each row of one padded batch is the text's
+    own decoding (its outputs, probabilities, alpha over its own positions, c_t)."""
+    model = models[name]
+    prepared = [model.prepare(text) for text in TEXTS]
+    batch = decode_batch(model, prepared, length=40)  # every text padded, the longest too
+    assert batch.src.shape[1] == 40
+    for b, text in enumerate(TEXTS):
+        alone, row = decode(model, text), batch.decoding(model, b)
+        assert row.text == alone.text == batch.text(model, b)
+        assert row.source_tokens == alone.source_tokens and row.alpha.shape == alone.alpha.shape
+        np.testing.assert_allclose(row.probs, alone.probs, atol=1e-5)
+        np.testing.assert_allclose(row.alpha, alone.alpha, atol=1e-5)
+        if alone.context is not None:
+            np.testing.assert_allclose(row.context, alone.context, atol=1e-5)
+        assert (batch.alpha[b, ..., int(batch.src_len[b]) :] == 0).all()  # no weight on <pad>
+
+
+def test_a_batch_reads_back_the_outputs_it_is_given(models):
+    """Given outputs, nothing is searched: the read-back scores those outputs."""
+    model = models["rnnsearch-dates"]
+    texts = [model.prepare(t) for t in TEXTS[:2]]
+    given = [[model.tgt_vocab.stoi[c] for c in "2000-01-01"]] * 2
+    batch = decode_batch(model, texts, outputs=given)
+    assert batch.outputs == given and [batch.text(model, b) for b in (0, 1)] == ["2000-01-01"] * 2
+    assert batch.alpha.shape[3] == len("2000-01-01") + 1  # every output step and its <eos>
+    unread = decode_batch(model, texts, read=False)
+    assert unread.alpha is None and unread.outputs == greedy(model, batch.src, batch.src_len)
+    with pytest.raises(ValueError, match="read the batch back first"):
+        unread.decoding(model, 0)
 
 
 # --------------------------------------------------------------------------- fake models

@@ -52,7 +52,7 @@ def test_tokens_are_words_and_punctuation():
 def test_a_word_vocab_maps_unknown_words_to_unk():
     v = Vocab(["close", "all", "tabs"], level="word")
     assert v.encode("Close ALL windows", unknown="unk") == [4, 5, v.unk]
-    assert v.shown("close the tabs") == ["close", UNK, "tabs"]
+    assert v.tokens_as_read("close the tabs") == ["close", UNK, "tabs"]
     assert v.decode([4, 5, 6, v.eos, 4]) == "close all tabs"
     with pytest.raises(ValueError):
         Vocab(["two words"], level="word")

@@ -1,9 +1,11 @@
 """A student's code cannot break the session, and our tools delete only what they wrote.
 
-Each case runs in a fresh interpreter (a subprocess), as a first call of a session would: a
-cached reference, a patched module or a changed default dtype cannot leak from one test into
-the next, and a ``SystemExit`` that escaped would end that interpreter, not pytest.  The
-script prints one JSON line with what it saw; the test asserts on it.
+Each case runs in a fresh process, as a first call of a session would: a cached reference, a
+patched module or a changed default dtype cannot leak from one test into the next, and a
+``SystemExit`` that escaped would end that process, not pytest.  The processes are forked from
+one server that has imported the prelude (conftest's ``ForkServer``), so a case does not pay
+torch's imports; a case with a prelude of its own gets a new interpreter.  The script prints
+one JSON line with what it saw; the test asserts on it.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from conftest import attnlab_command
+from conftest import ForkServer, attnlab_command
 
 ROOT = Path(__file__).resolve().parents[1]
 PRELUDE = """
@@ -29,18 +31,14 @@ def out(**kw):
 """
 
 
-def run(code: str, timeout: float = 120, prelude: str = PRELUDE) -> dict:
-    """Run ``code`` (after ``prelude``) in a fresh interpreter; the dict it passed to out()."""
+def _student_env() -> dict[str, str]:
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     env.pop("ATTNLAB_SOLUTIONS", None)  # the student's mode
-    done = subprocess.run(
-        [sys.executable, "-c", prelude + textwrap.dedent(code)],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env=env,
-        cwd=ROOT,
-    )
+    return env
+
+
+def _result(done: subprocess.CompletedProcess) -> dict:
+    """The dict the case passed to out(), and how much it printed."""
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
     assert len(lines) == 1, done.stdout[-3000:]
@@ -49,8 +47,32 @@ def run(code: str, timeout: float = 120, prelude: str = PRELUDE) -> dict:
     return result
 
 
+@pytest.fixture(scope="module")
+def run():
+    """run(code, timeout, prelude): run ``code`` after ``prelude`` in a fresh process; the dict
+    it passed to out().  The usual prelude is imported once by a fork server; another gets a
+    new interpreter (what it imports, or leaves out, is the point of such a case)."""
+    with ForkServer(PRELUDE, _student_env(), ROOT) as server:
+
+        def run_case(code: str, timeout: float = 120, prelude: str = PRELUDE) -> dict:
+            if prelude == PRELUDE:
+                return _result(server.run(textwrap.dedent(code), timeout))
+            command = [sys.executable, "-c", prelude + textwrap.dedent(code)]
+            done = subprocess.run(
+                command,
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+                env=_student_env(),
+                cwd=ROOT,
+            )
+            return _result(done)
+
+        yield run_case
+
+
 # --------------------------------------------------------------------------- state put back
-def test_a_reference_computed_while_the_library_is_patched_is_not_poisoned():
+def test_a_reference_computed_while_the_library_is_patched_is_not_poisoned(run):
     r = run("""
         orig = attention.masked_softmax
         attention.masked_softmax = lambda s, m=None: torch.softmax(s * 0.5, -1)  # alpha changes
@@ -66,7 +88,7 @@ def test_a_reference_computed_while_the_library_is_patched_is_not_poisoned():
     assert r["kept"]
 
 
-def test_a_function_replaced_before_the_checks_are_imported_is_not_their_reference():
+def test_a_function_replaced_before_the_checks_are_imported_is_not_their_reference(run):
     # The user's "mine in the library" comes first, the checks are imported after it: the
     # library's function is then taken from attention.py's source (the same code, on the
     # module's globals), and the user's original, put back, counts as the library's own.
@@ -99,7 +121,7 @@ def test_a_function_replaced_before_the_checks_are_imported_is_not_their_referen
     assert r["same_code"] and r["same_values"]
 
 
-def test_a_patch_inside_a_students_function_is_put_back_and_named():
+def test_a_patch_inside_a_students_function_is_put_back_and_named(run):
     r = run("""
         orig = attention.masked_softmax
         def dot_score(s, h):
@@ -119,7 +141,7 @@ def test_a_patch_inside_a_students_function_is_put_back_and_named():
     assert r["good"], r["good_msg"]  # a correct function passes after a wrong one
 
 
-def test_default_dtype_grad_mode_parameters_and_hooks_are_put_back():
+def test_default_dtype_grad_mode_parameters_and_hooks_are_put_back(run):
     r = run("""
         from attnlab.checks.inside_models import reference_model
         model = reference_model("rnnsearch-dates").model
@@ -146,7 +168,7 @@ def test_default_dtype_grad_mode_parameters_and_hooks_are_put_back():
     assert r["same"] and r["hooks"] == 0 and r["good"]
 
 
-def test_a_correct_function_passes_after_any_wrong_one_in_any_order():
+def test_a_correct_function_passes_after_any_wrong_one_in_any_order(run):
     r = run("""
         import itertools
         def right(s, h):
@@ -171,7 +193,7 @@ def test_a_correct_function_passes_after_any_wrong_one_in_any_order():
 
 
 # --------------------------------------------------------------------------- bounded
-def test_an_endless_loop_and_a_sleep_are_stopped_and_the_kernel_stays_usable():
+def test_an_endless_loop_and_a_sleep_are_stopped_and_the_kernel_stays_usable(run):
     r = run("""
         def loops(s, h):
             while True:
@@ -199,7 +221,7 @@ def test_an_endless_loop_and_a_sleep_are_stopped_and_the_kernel_stays_usable():
     assert r["good"]
 
 
-def test_the_budget_cannot_interrupt_one_long_call_into_c():
+def test_the_budget_cannot_interrupt_one_long_call_into_c(run):
     """What the SIGALRM budget cannot do: stop a single long C call (here the builtin sum over
     a range, which never returns to the interpreter).  The check answers only when that call
     returns, well after the budget; Python code and sleeps are stopped on time (test above)."""
@@ -223,7 +245,7 @@ def test_the_budget_cannot_interrupt_one_long_call_into_c():
     assert r["took"] > 3 * 0.2
 
 
-def test_a_print_in_every_call_is_shown_once_and_cut():
+def test_a_print_in_every_call_is_shown_once_and_cut(run):
     r = run("""
         def chatty(scores, mask=None):
             print("scores:", scores)  # a big tensor, on every call of the model
@@ -248,7 +270,7 @@ def test_a_print_in_every_call_is_shown_once_and_cut():
         ("raise Strange()", "its message cannot be shown"),
     ],
 )
-def test_every_exception_becomes_a_message(body, words):
+def test_every_exception_becomes_a_message(body, words, run):
     r = run(f"""
         class Strange(Exception):
             def __str__(self):
@@ -263,7 +285,7 @@ def test_every_exception_becomes_a_message(body, words):
         assert "raised an exception" in message and words in message, message
 
 
-def test_a_keyboard_interrupt_stops_the_check_and_says_so():
+def test_a_keyboard_interrupt_stops_the_check_and_says_so(run):
     r = run("""
         import _thread, threading
         def loops(s, h):
@@ -279,7 +301,7 @@ def test_a_keyboard_interrupt_stops_the_check_and_says_so():
     assert r["after"]
 
 
-def test_a_wrong_dtype_is_named_as_the_students():
+def test_a_wrong_dtype_is_named_as_the_students(run):
     r = run("""
         f64 = lambda s, h: (s @ h.transpose(-2, -1)).double()
         out(unit=checks.check_dot_score(f64).message, inside=checks.in_model("dot_score", f64).message)
@@ -289,7 +311,7 @@ def test_a_wrong_dtype_is_named_as_the_students():
         assert "expected scalar type" not in message
 
 
-def test_the_time_budget_never_fires_on_the_reference_answers():
+def test_the_time_budget_never_fires_on_the_reference_answers(run):
     r = run("""
         used = {}
         for name in checks.IN_MODEL:
@@ -303,7 +325,7 @@ def test_the_time_budget_never_fires_on_the_reference_answers():
 
 
 # --------------------------------------------------------------------------- the widget
-def test_system_exit_typed_into_the_decode_steppers_text_box_is_a_message():
+def test_system_exit_typed_into_the_decode_steppers_text_box_is_a_message(run):
     r = run("""
         from attnlab.widgets import DecodeStepper
         def score(query, keys):
@@ -324,7 +346,7 @@ def test_system_exit_typed_into_the_decode_steppers_text_box_is_a_message():
     assert r["score_is_back"] == "DotScore"
 
 
-def test_the_decode_stepper_stops_a_slow_score_and_names_a_patch():
+def test_the_decode_stepper_stops_a_slow_score_and_names_a_patch(run):
     r = run("""
         from attnlab.widgets import DecodeStepper
         def slow(query, keys):
@@ -349,7 +371,7 @@ def test_the_decode_stepper_stops_a_slow_score_and_names_a_patch():
 
 
 # --------------------------------------------------------------------------- our tools
-def test_save_deletes_only_the_weights_its_previous_card_named(tmp_path):
+def test_save_deletes_only_the_weights_its_previous_card_named(tmp_path, run):
     user = tmp_path / "rnnsearch-dates.finetuned-v2.safetensors"
     plain = tmp_path / "rnnsearch-dates.safetensors"
     user.write_bytes(b"mine")
@@ -372,7 +394,7 @@ def test_save_deletes_only_the_weights_its_previous_card_named(tmp_path):
     assert r["second"] in r["files"]
 
 
-def test_save_does_not_follow_a_card_that_names_a_file_elsewhere(tmp_path):
+def test_save_does_not_follow_a_card_that_names_a_file_elsewhere(tmp_path, run):
     outside = tmp_path / "outside.safetensors"
     outside.write_bytes(b"not ours")
     folder = tmp_path / "ckpt"
@@ -474,7 +496,7 @@ def test_the_course_tool_answers_a_read_only_folder_in_one_line(tmp_path, monkey
     assert message.startswith("python -m attnlab course: error: cannot write")
 
 
-def test_a_whole_in_model_has_a_budget_too():
+def test_a_whole_in_model_has_a_budget_too(run):
     r = run("""
         sandbox.RUN_BUDGET_S = 1.0  # 10 s by default; each call below stays under 2 s
         def slow(s, h):

@@ -22,8 +22,9 @@ from attnlab.models.registry import MODEL_KINDS
 from attnlab.text.tasks import TASKS, dates
 from attnlab.training import checkpoints, runs
 from attnlab.training import loop as train
-from attnlab.training.batches import encode_pairs, evaluate
+from attnlab.training.batches import encode_pairs
 from attnlab.training.config import CORPUS_TASKS, TrainConfig, default_configs, recipe
+from attnlab.training.evaluate import evaluate
 from attnlab.training.loop import fit
 
 TINY = TrainConfig(lr=1e-2, max_steps=6, eval_every=3, n_train=300, n_valid=40, batch_size=16)
@@ -131,6 +132,24 @@ def test_evaluate_counts_exact_and_token_matches():
     right = sum(a == b for _, y in pairs for a, b in zip("1979-05-03", y, strict=False))
     assert right == 10 + 9 + 4
     assert scores["token_accuracy"] == pytest.approx(right / 30)
+
+
+@pytest.mark.parametrize("batch_size", [1, 7, 1000])
+def test_evaluate_scores_what_translate_writes(batch_size):
+    """The held-out score decodes in padded batches: whatever the batch size, each output is
+    the model's own translation of its source (dates of 6 to 28 characters padded together)."""
+    model = attnlab.load("transformer-dates")
+    sources = [source for source, _ in dates(40, seed=2_000_000)]
+    own = [(source, model.translate(source)) for source in sources]
+    assert evaluate(model, own, batch_size=batch_size) == {
+        "exact_match": 1.0,
+        "token_accuracy": 1.0,
+    }
+    off = [
+        (source, "0" + out[1:]) if k % 4 == 0 else (source, out)
+        for k, (source, out) in enumerate(own)
+    ]
+    assert evaluate(model, off, batch_size=batch_size)["exact_match"] == 30 / 40
 
 
 def test_the_shipped_recipes_are_step_budgets():

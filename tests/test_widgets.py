@@ -50,7 +50,15 @@ from attnlab.widgets import (
     scaled_dot,
     score_lab,
 )
-from attnlab.widgets.scaled_dot import CAUSAL, D_K, NO_MASK, RANDOM, SCALED, TRAINED, UNSCALED
+from attnlab.widgets.scaled_dot import (
+    CAUSAL,
+    D_K_CHOICES,
+    NO_MASK,
+    RANDOM,
+    SCALED,
+    TRAINED,
+    UNSCALED,
+)
 
 #: Bad inputs a user may type, each of which must give a message and no exception.
 BAD_INPUTS = {
@@ -503,7 +511,7 @@ def test_stepper_draws_dollars_backslashes_and_brackets_literally(rnnsearch):
     title = w._renderer.heatmap.ax.get_title()
     assert shown_literally(title, "my $x$ \\alpha <b>model</b> reads '3 May 1979'")
     assert "<b>model" not in w.info.value and "&lt;b&gt;" in w.info.value
-    assert "$" in w.describe()
+    assert "$" in w.text_form()
 
 
 # --------------------------------------------------------------------------- ScaledDotExplorer
@@ -546,7 +554,7 @@ def test_explorer_opens_on_the_slides_point():
 
 def test_explorer_every_shown_frame_matches_the_attention_core(explorer):
     w = explorer
-    for d_k in D_K:
+    for d_k in D_K_CHOICES:
         for scaling in (SCALED, UNSCALED):
             for masking in (NO_MASK, CAUSAL):
                 frame = set_explorer(w, d_k, scaling, masking)
@@ -688,7 +696,8 @@ def test_score_lab_titles_carry_the_cards_exact_match(lab, score_models):
     titles = browser_frame(lab, lab.grid).data["titles"]
     for title, (name, model) in zip(titles, score_models.items(), strict=True):
         match = model.card["heldout_accuracy"]
-        assert title == f"{score_lab.FORMULAS[name]}\n{name}: {100 * match:.1f}% exact"
+        said = score_lab.said(name)  # "scaled_dot" is titled "scaled dot"
+        assert title == f"{score_lab.FORMULAS[name]}\n{said}: {100 * match:.1f}% exact"
 
 
 def test_score_lab_dates_work_without_a_kernel_and_typed_ones_are_added(lab):
@@ -874,7 +883,7 @@ def test_head_view_every_head_of_the_chosen_kind_and_layer(transformer):
     L = want["cross"].shape[0]
     assert list(w.layer.options) == [f"layer {i + 1}" for i in range(L)]
     check_links_change_the_picture(w.links)
-    for kind, (key, _, _) in head_view.KINDS.items():
+    for kind, (key, _, _) in head_view.ATTENTION_KINDS.items():
         for layer in range(L):
             w.kind.value, w.layer.value = kind, f"layer {layer + 1}"
             frame = browser_frame(w, w.grid)

@@ -32,7 +32,8 @@ from attnlab.experiments import language, language_run, length, length_run
 from attnlab.lecture.measurements import MEASUREMENTS_FILE, write_measurements
 from attnlab.models.registry import MODEL_KINDS
 from attnlab.pictures.figures import FIGURES, write_all
-from attnlab.text import corpus
+from attnlab.text import catalogs, corpus
+from attnlab.text.data_card import data_card
 from attnlab.text.tasks import TASKS
 from attnlab.training import checkpoints, runs
 from attnlab.training.config import Recipe, checkpoint_name, default_configs, recipe
@@ -177,7 +178,7 @@ def _train(p: argparse.ArgumentParser, args) -> int:
         for name, run in recipes.items():
             runs.train_and_save(name, out, run)
             print(f"  load it with attnlab.load({name!r}, directory={str(out)!r})")
-    except corpus.CatalogError as err:
+    except catalogs.CatalogError as err:
         return _fail(p, str(err))
     except KeyboardInterrupt:
         print(f"{p.prog}: interrupted; the checkpoints in {out} are whole", file=sys.stderr)
@@ -191,7 +192,9 @@ def _length_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--max-steps", type=int_in(1, 10_000_000), default=None, help="override the step budget"
     )
-    p.add_argument("--only", nargs="+", choices=list(length.MODELS), help="train only these")
+    p.add_argument(
+        "--only", nargs="+", choices=list(length.REVERSE_MODELS), help="train only these"
+    )
     p.add_argument("--checkpoints", type=path_arg, help="checkpoint folder (default: the user's)")
     p.add_argument("--out", type=path_arg, default=None, help="results file")
     p.add_argument(
@@ -218,7 +221,7 @@ def _length(p: argparse.ArgumentParser, args) -> int:
             _refuse(p, "that replaces shipped files: add --replace-shipped")
     try:
         if not args.eval_only:
-            files.check_writable(folder, list(length.MODELS))
+            files.check_writable(folder, list(length.REVERSE_MODELS))
         files.check_writable(out.parent, [])
     except files.FolderError as err:
         _refuse(p, str(err))
@@ -290,7 +293,7 @@ def _deck(p: argparse.ArgumentParser, args) -> int:
 # --------------------------------------------------------------------------- corpus
 def _corpus_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
-        "--catalogs", type=path_arg, help=f"folder of the wheels ({corpus.catalog_dir()})"
+        "--catalogs", type=path_arg, help=f"folder of the wheels ({catalogs.catalog_dir()})"
     )
     p.add_argument(
         "--card", type=path_arg, help="write the data card there (the repository's: docs/...)"
@@ -298,11 +301,11 @@ def _corpus_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _corpus(p: argparse.ArgumentParser, args) -> int:
-    folder = args.catalogs or corpus.catalog_dir()
+    folder = args.catalogs or catalogs.catalog_dir()
     start = time.perf_counter()
     try:
         built = {lang: corpus.build(lang, folder) for lang in corpus.LANGS}
-    except corpus.CatalogError as err:
+    except catalogs.CatalogError as err:
         return _fail(p, str(err))
     seconds = time.perf_counter() - start
     for lang, b in built.items():
@@ -310,7 +313,7 @@ def _corpus(p: argparse.ArgumentParser, args) -> int:
         print(f"EN->{lang.upper()}: {sum(n.values())} pairs {n} from {b.raw} catalog entries")
     print(f"built in {seconds:.2f} s")
     if args.card is not None:
-        files.write_atomic(args.card, corpus.data_card(built, seconds, folder))
+        files.write_atomic(args.card, data_card(built, seconds, folder))
         print(f"data card -> {args.card}")
     return 0
 

@@ -19,10 +19,10 @@ Conventions
   :func:`torch.nn.functional.scaled_dot_product_attention`).  :func:`masked_softmax` is the
   one place a mask is applied: every attention of every model goes through it.
 
-These functions do not check their inputs: the checks (shapes, dtypes, boolean masks, the
-scores a function from outside returns) live in :mod:`attnlab.guard.inputs` and are applied
-where untrusted or typed input enters, e.g. ``inputs.checked(attention)(query, key, value)``
-raises a one-line :class:`ValueError` naming the shapes or dtypes it got.
+These functions do not validate their inputs: the validators (shapes, dtypes, boolean masks,
+the scores a function from outside returns) live in :mod:`attnlab.guard.inputs`, e.g.
+``inputs.validated(attention)(query, key, value)`` raises a one-line :class:`ValueError`
+naming the shapes or dtypes it got.
 
 Late binding: :func:`attention` and :func:`scaled_dot_product_attention` call
 :func:`masked_softmax`, and :class:`MultiHeadAttention` calls

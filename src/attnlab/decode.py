@@ -22,6 +22,11 @@ marks those steps).  ``prob`` is each token's probability under that
 distribution (the model's softmax over the real output tokens and ``<eos>``).
 ``steps(model, text)`` yields one :class:`Step` per output token of a :class:`Decoding`, so
 joining the tokens gives exactly ``model.translate(text)``.
+
+Many texts decode as one padded batch through :func:`decode_batch` (the held-out scores, the
+checks inside the models, batched translation all use it): :func:`source_batch` reads the
+texts as the encoder does (:func:`source_row`: every encoder reads ``<eos>`` last), and
+:func:`source_lengths` is the one way a source's length is counted.
 """
 
 from __future__ import annotations
@@ -54,7 +59,6 @@ class Seq2Seq(Protocol):
     unk_lexicon: dict[str, str]  # a word model: rare English word -> its translation
 
     def prepare(self, raw: object) -> str: ...
-    def source_ids(self, prepared: str) -> Tensor: ...
     def tokens_of(self, prepared: str) -> list[str]: ...
     def start(self, src: Tensor, src_len: Tensor) -> dict[str, Tensor]: ...
     def step(self, state: dict[str, Tensor], y_prev: Tensor) -> Any: ...
@@ -67,6 +71,7 @@ class Seq2Seq(Protocol):
 
 __all__ = [
     "MAX_BEAM",
+    "BatchDecoding",
     "Decoding",
     "Step",
     "allowed_tokens",
@@ -74,8 +79,12 @@ __all__ = [
     "check_beam",
     "copy_unknown",
     "decode",
+    "decode_batch",
     "greedy",
     "read_back",
+    "source_batch",
+    "source_lengths",
+    "source_row",
     "steps",
     "translate_batch",
 ]
@@ -128,7 +137,7 @@ class Decoding:
     def __len__(self) -> int:
         return len(self.output_tokens)
 
-    def step(self, t: int) -> Step:
+    def at(self, t: int) -> Step:
         """Output step ``t`` (0-based) as a :class:`Step`."""
         context = None if self.context is None else self.context[t]
         return Step(t, self.output_tokens[t], float(self.probs[t]), self.alpha[:, :, t], context)
@@ -162,8 +171,27 @@ def _masked(logits: Tensor, allowed: Tensor) -> Tensor:
     return logits.masked_fill(~allowed, float("-inf"))
 
 
-def _lengths(model: Seq2Seq, src: Tensor) -> Tensor:
-    return (src != model.src_vocab.pad).sum(dim=1)  # (B,)
+# --------------------------------------------------------------------------- sources
+def source_row(vocab: Vocab, text: str) -> list[int]:
+    """The ids an encoder reads for ``text`` (prepared, or normalised by
+    :func:`attnlab.text.vocab.normalise`): one per token, ``<unk>`` for a token outside
+    ``vocab``, and ``<eos>`` last, the position that tells every encoder the text ended."""
+    return [vocab.stoi.get(tok, vocab.unk) for tok in vocab.tokens(text)] + [vocab.eos]
+
+
+def source_lengths(src: Tensor, pad: int) -> Tensor:
+    """src_len (B,): the real positions of each padded source row of ``src`` (B, n), its
+    <eos> included (a source holds <pad> only after its end)."""
+    return (src != pad).sum(dim=1)
+
+
+def source_batch(
+    vocab: Vocab, texts: list[str], length: int | None = None
+) -> tuple[Tensor, Tensor]:
+    """``texts`` (each as for :func:`source_row`) as one padded batch: src (B, n) and
+    src_len (B,); n is the longest source's length, or ``length``."""
+    src = padded([source_row(vocab, text) for text in texts], vocab.pad, length)  # (B, n)
+    return src, source_lengths(src, vocab.pad)
 
 
 def check_beam(beam: object) -> None:
@@ -183,29 +211,11 @@ def decode(model: Seq2Seq, text: object, beam: int | None = None) -> Decoding:
     """
     check_beam(beam)
     prepared = model.prepare(text)  # the one check of the text
-    src = model.source_ids(prepared)  # (1, n)
-    with _evaluating(model):
-        ids = greedy(model, src)[0] if beam is None else beam_search(model, src, beam)
-        return _read(model, prepared, src, ids)
-
-
-def _read(model: Seq2Seq, prepared: str, src: Tensor, ids: list[int]) -> Decoding:
-    """One teacher-forced pass over the output ``ids``: probabilities, alpha, c_t."""
-    T, vocab = len(ids), model.tgt_vocab
-    logits, alpha, context = read_back(model, src, _lengths(model, src), [ids])
-    p = torch.softmax(_masked(logits[0, :T], allowed_tokens(vocab)), dim=-1)  # (T, V)
-    alpha_T = alpha[0, :, :, :T].numpy()  # (L, h, T, n)
-    source_words = model.src_vocab.tokens(prepared)
-    tokens, copied = copy_unknown(vocab, ids, alpha_T, source_words, model.unk_lexicon)
-    return Decoding(
-        source_tokens=[*model.tokens_of(prepared), EOS],
-        output_tokens=tokens,
-        probs=p[torch.arange(T), ids].numpy(),  # p(y_t | y_<t, x): (T,), <unk>'s for a copy
-        alpha=alpha_T,
-        context=None if context is None else context[0, :T].numpy(),  # (T, d)
-        level=vocab.level,
-        copied=copied,
-    )
+    found = None
+    if beam is not None:
+        src, _ = source_batch(model.src_vocab, [prepared])  # (1, n)
+        found = [beam_search(model, src, beam)]
+    return decode_batch(model, [prepared], outputs=found).decoding(model, 0)
 
 
 def read_back(
@@ -236,8 +246,8 @@ def copy_unknown(
     ``lexicon`` holds it, else x itself (a name, a number, a word nobody translated).  The
     final source ``<eos>`` is never copied: when alpha weighs it most, ``<unk>`` stays.
     alpha (L, h, T, n) with n = len(source_words) + 1.  Returns the tokens (T,) and which
-    steps copied (T,).  The one place this is done: :func:`decode` and
-    :func:`translate_batch` both call it.
+    steps copied (T,).  The one place this is done: every decoding reaches it
+    through :meth:`BatchDecoding.decoding`.
     """
     tokens = [vocab.itos[i] for i in ids]
     copied = [False] * len(ids)
@@ -253,30 +263,95 @@ def copy_unknown(
     return tokens, copied
 
 
+@dataclass
+class BatchDecoding:
+    """Sources decoded as one padded batch (:func:`decode_batch`).
+
+    texts (B,) as read; src (B, n) padded source ids and src_len (B,); outputs: each
+    output's ids (without <eos>); and, once :meth:`read` (one :func:`read_back` over the
+    outputs), logits (B, T + 1, V), alpha (B, L, h, T + 1, n) and context (B, T + 1, d) or
+    None, T the longest output (step len(outputs[b]) of row b is its <eos>).
+    """
+
+    texts: list[str]
+    src: Tensor
+    src_len: Tensor
+    outputs: list[list[int]]
+    logits: Tensor | None = None
+    alpha: Tensor | None = None
+    context: Tensor | None = None
+
+    def read(self, model: Seq2Seq) -> BatchDecoding:
+        """Read the outputs back in one teacher-forced pass (eval mode, no gradients)."""
+        with _evaluating(model):
+            self.logits, self.alpha, self.context = read_back(
+                model, self.src, self.src_len, self.outputs
+            )
+        return self
+
+    def decoding(self, model: Seq2Seq, b: int) -> Decoding:
+        """Row ``b`` as a :class:`Decoding` (read back first): its probabilities, its alpha
+        (L, h, T, n) over its own n source positions, c_t, and <unk> copied."""
+        if self.logits is None or self.alpha is None:
+            raise ValueError("read the batch back first: BatchDecoding.read(model)")
+        ids, vocab, text = self.outputs[b], model.tgt_vocab, self.texts[b]
+        T, n = len(ids), int(self.src_len[b])
+        p = torch.softmax(_masked(self.logits[b, :T], allowed_tokens(vocab)), dim=-1)  # (T, V)
+        alpha = self.alpha[b, :, :, :T, :n].numpy()  # (L, h, T, n)
+        source_words = model.src_vocab.tokens(text)
+        tokens, copied = copy_unknown(vocab, ids, alpha, source_words, model.unk_lexicon)
+        return Decoding(
+            source_tokens=[*model.tokens_of(text), EOS],
+            output_tokens=tokens,
+            probs=p[torch.arange(T), ids].numpy(),  # p(y_t | y_<t, x): (T,), <unk>'s for a copy
+            alpha=alpha,
+            context=None if self.context is None else self.context[b, :T].numpy(),  # (T, d)
+            level=vocab.level,
+            copied=copied,
+        )
+
+    def text(self, model: Seq2Seq, b: int) -> str:
+        """Row ``b``'s output as text, a word model's <unk> copied (read back first then)."""
+        vocab, ids = model.tgt_vocab, self.outputs[b]
+        if vocab.level == "word" and vocab.unk in ids:
+            return self.decoding(model, b).text
+        return vocab.join([vocab.itos[i] for i in ids])
+
+
+def decode_batch(
+    model: Seq2Seq,
+    texts: list[str],
+    length: int | None = None,
+    outputs: list[list[int]] | None = None,
+    read: bool = True,
+) -> BatchDecoding:
+    """Decode ``texts`` (each prepared by ``model.prepare``, or normalised) as one padded
+    batch: greedily, or, given ``outputs``, only read those back; then (``read``) one
+    teacher-forced :func:`read_back` pass gives every step's probabilities and alpha.
+
+    ``length``: pad the sources to that many positions (default: the longest source's).
+    The one batched decoding: :func:`decode`, :func:`translate_batch`, the held-out scores
+    (:func:`attnlab.training.evaluate.evaluate`) and the checks inside the models use it.
+    """
+    src, src_len = source_batch(model.src_vocab, texts, length)  # (B, n), (B,)
+    if outputs is None:
+        outputs = greedy(model, src, src_len)
+    batch = BatchDecoding(list(texts), src, src_len, outputs)
+    return batch.read(model) if read else batch
+
+
 def translate_batch(model: Seq2Seq, prepared: list[str]) -> list[str]:
     """Greedy translations of texts already :meth:`prepare`-d, decoded as one batch.
 
     The same outputs as ``decode(model, text).text`` for each (greedy; <unk> copied by
-    :func:`copy_unknown`, with alpha from one teacher-forced pass over the batch).
+    :func:`copy_unknown`, with alpha from one teacher-forced pass over the batch, read only
+    when some output holds <unk>: only a copy needs alpha).
     """
-    rows = [model.source_ids(text)[0] for text in prepared]
-    src = padded(rows, model.src_vocab.pad)  # (B, n)
-    src_len = torch.tensor([len(r) for r in rows])  # (B,)
+    batch = decode_batch(model, prepared, read=False)
     vocab = model.tgt_vocab
-    with _evaluating(model):
-        ids = greedy(model, src, src_len)
-        alpha = None
-        if any(vocab.unk in row for row in ids):  # alpha only when something is copied
-            alpha = read_back(model, src, src_len, ids)[1].numpy()  # (B, L, h, T + 1, n)
-    out = []
-    for b, (text, row) in enumerate(zip(prepared, ids, strict=True)):
-        if alpha is None or vocab.unk not in row:
-            out.append(vocab.join([vocab.itos[i] for i in row]))
-            continue
-        a = alpha[b, :, :, : len(row), : len(rows[b])]  # (L, h, T_b, n_b)
-        words = model.src_vocab.tokens(text)
-        out.append(vocab.join(copy_unknown(vocab, row, a, words, model.unk_lexicon)[0]))
-    return out
+    if vocab.level == "word" and any(vocab.unk in row for row in batch.outputs):
+        batch.read(model)
+    return [batch.text(model, b) for b in range(len(prepared))]
 
 
 def steps(model: Seq2Seq, text: object, beam: int | None = None) -> Iterator[Step]:
@@ -287,7 +362,7 @@ def steps(model: Seq2Seq, text: object, beam: int | None = None) -> Iterator[Ste
     models: ``m.tgt_vocab.join([s.token ...])``).
     """
     decoding = decode(model, text, beam)
-    return iter([decoding.step(t) for t in range(len(decoding))])
+    return iter([decoding.at(t) for t in range(len(decoding))])
 
 
 # --------------------------------------------------------------------------- greedy
@@ -299,7 +374,9 @@ def greedy(model: Seq2Seq, src: Tensor, src_len: Tensor | None = None) -> list[l
     """
     allowed, eos = allowed_tokens(model.tgt_vocab), model.tgt_vocab.eos
     with _evaluating(model):
-        state = model.start(src, _lengths(model, src) if src_len is None else src_len)
+        if src_len is None:
+            src_len = source_lengths(src, model.src_vocab.pad)
+        state = model.start(src, src_len)
         y = torch.full((src.shape[0],), model.tgt_vocab.sos, dtype=torch.long)  # y_0 = <sos>
         done = torch.zeros_like(y, dtype=torch.bool)
         out = []
@@ -338,7 +415,7 @@ def beam_search(model: Seq2Seq, src: Tensor, k: int) -> list[int]:
     allowed = allowed_tokens(model.tgt_vocab)
     finished: list[tuple[float, list[int]]] = []
     with _evaluating(model):
-        state = model.start(src, _lengths(model, src))
+        state = model.start(src, source_lengths(src, model.src_vocab.pad))
         beams = _Beams(torch.tensor([model.tgt_vocab.sos]), torch.zeros(1), [[]])
         for _ in range(model.max_tgt_len):
             step = model.step(state, beams.y)

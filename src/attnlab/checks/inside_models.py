@@ -22,14 +22,13 @@ from attnlab.checks.compare import DEVICE, DTYPE
 from attnlab.checks.exercises import BODIES, self_attention
 from attnlab.checks.harness import run_check, session
 from attnlab.checks.results import CheckResult, Failure
-from attnlab.decode import greedy, read_back
+from attnlab.decode import BatchDecoding, decode_batch
 from attnlab.guard import parts
 from attnlab.guard.budget import OutOfTime
 from attnlab.guard.errors import StudentRaised, describe, kind_problem, where
 from attnlab.guard.library import library_in_place
 from attnlab.models import catalogue
 from attnlab.models.threads import torch_threads
-from attnlab.text.padding import padded
 from attnlab.text.tasks import dates
 from attnlab.training.checkpoints import load
 
@@ -84,17 +83,18 @@ _UNSEEN = {
 
 @dataclass
 class _Reference:
-    """A shipped model, its held-out dates as one padded batch, and the library's decoding."""
+    """A shipped model, its held-out dates, and the library's decoding of them as one batch."""
 
     model: nn.Module
     sources: list[str]  # the dates as written
     targets: list[str]  # their ISO forms
-    src: Tensor  # (N, n) padded source ids
-    src_len: Tensor  # (N,)
-    output_ids: list[list[int]]  # the library's outputs, read back by teacher forcing
+    decoded: BatchDecoding  # the library's outputs, read back by teacher forcing
     valid: Tensor  # (N, T) bool: the steps up to and including each output's <eos>
     outputs: list[str]  # the library's translations
-    alpha: Tensor  # (N, L, h, T, n) the library's cross-attention under teacher forcing
+
+    @property
+    def alpha(self) -> Tensor:  # (N, L, h, T, n) the library's cross-attention
+        return self.decoded.alpha
 
 
 @functools.lru_cache(maxsize=8)
@@ -102,22 +102,15 @@ def reference_model(model_name: str) -> _Reference:
     """Load ``model_name`` and decode the held-out dates with the library (once per session)."""
     model = load(model_name).eval()
     pairs = dates(IN_MODEL_DATES, seed=IN_MODEL_SEED)
-    ids = [model.encode_source(text)[0] for text, _ in pairs]  # each (n_b,), ends <eos>
-    src = padded(ids, model.src_vocab.pad)  # (N, n)
-    src_len = torch.tensor([len(i) for i in ids])
-    with torch.no_grad(), library_in_place():  # the library's own, whatever the session holds
-        out = greedy(model, src, src_len)
-        alpha = read_back(model, src, src_len, out)[1]  # (N, L, h, T, n)
+    with library_in_place():  # the library's own, whatever the session holds
+        decoded = decode_batch(model, [model.prepare(text) for text, _ in pairs])
     return _Reference(
         model,
         [text for text, _ in pairs],
         [iso for _, iso in pairs],
-        src,
-        src_len,
-        out,
-        _valid_steps(out),
-        [model.tgt_vocab.decode(o) for o in out],
-        alpha,
+        decoded,
+        _valid_steps(decoded.outputs),
+        [model.tgt_vocab.decode(o) for o in decoded.outputs],
     )
 
 
@@ -258,8 +251,9 @@ def _decode_with(exercise: str, fn: Callable, model_name: str) -> _InModel:
     session().share(model_name, model)  # what the function changes in it is put back
     try:
         with _swapped(exercise, fn, model, model_name) as student:
-            alpha = read_back(model, ref.src, ref.src_len, ref.output_ids)[1]  # (N, L, h, T, n)
-            out = greedy(model, ref.src, ref.src_len)
+            texts, library = ref.decoded.texts, ref.decoded.outputs
+            alpha = decode_batch(model, texts, outputs=library).alpha  # (N, L, h, T, n)
+            out = decode_batch(model, texts, read=False).outputs
     except StudentRaised as raised:
         error = raised.error
         raise Failure(

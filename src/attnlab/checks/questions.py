@@ -12,16 +12,14 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import torch
 from torch import Tensor
 
 from attnlab.checks.harness import run_check, solutions_mode
 from attnlab.checks.inside_models import reference_model
 from attnlab.checks.results import CheckResult, Failure
-from attnlab.decode import greedy, read_back
+from attnlab.decode import decode_batch
 from attnlab.experiments.path_lengths import longest_path
 from attnlab.guard.library import library_in_place
-from attnlab.text.padding import padded
 
 __all__ = [
     "PAD_DATE",
@@ -83,13 +81,11 @@ def padded_alpha() -> tuple[list[str], Tensor]:
     """The source tokens of PAD_DATE padded to PAD_TO positions, and rnnsearch-dates's alpha
     (T, PAD_TO) over them while it translates (the first output step is row 0)."""
     model = reference_model("rnnsearch-dates").model
-    ids = model.encode_source(PAD_DATE)[0]  # (n,), ends <eos>
-    src = padded([ids], model.src_vocab.pad, length=PAD_TO)  # (1, PAD_TO)
-    src_len = torch.tensor([len(ids)])
-    with torch.no_grad(), library_in_place():
-        out = greedy(model, src, src_len)
-        alpha = read_back(model, src, src_len, out)[1][0, 0, 0]  # (T, PAD_TO)
-    tokens = [*model.source_tokens(PAD_DATE), *["<pad>"] * (PAD_TO - len(ids))]
+    with library_in_place():
+        decoded = decode_batch(model, [model.prepare(PAD_DATE)], length=PAD_TO)
+    alpha = decoded.alpha[0, 0, 0]  # (T + 1, PAD_TO): every output step and its <eos>
+    n = int(decoded.src_len[0])  # the date's characters and its <eos>
+    tokens = [*model.source_tokens(PAD_DATE), *["<pad>"] * (PAD_TO - n)]
     return tokens, alpha
 
 

@@ -21,10 +21,12 @@ __all__ = ["MODELS", "RESULTS_FILE", "VASWANI_TABLE2", "load_results"]
 
 RESULTS_FILE = RESULTS_DIR / "language.json"
 
-#: The shipped word models (:mod:`attnlab.models.catalogue`, task "en-LANG") -> LANG, the
-#: language they translate English into.
+#: The shipped word models (:mod:`attnlab.models.catalogue`) -> the language they translate
+#: English into (their task's ``language``).
 MODELS = {
-    m.name: m.task.removeprefix("en-") for m in catalogue.entries() if m.task.startswith("en-")
+    m.name: language
+    for m in catalogue.entries()
+    if (language := catalogue.TASK_TEXTS[m.task].language) is not None
 }
 
 #: Vaswani et al. (2017), Table 2: the Transformers' BLEU on newstest2014 and their training.

@@ -34,12 +34,12 @@ RESULTS_FILE = RESULTS_DIR / "length.json"
 
 #: Input-length bins [lo, hi] (both included).
 BINS = [[5, 10], [11, 20], [21, 30], [31, 40], [41, 50], [51, 60]]
-#: The models compared (their checkpoint names).  The "-30" variants see only strings of
-#: 5-30 digits in training, like the paper's RNNsearch-30 (trained on sentences of up to 30
-#: words) against RNNsearch-50.
-MODELS = catalogue.names(task="reverse")
+#: The models compared: the reverse-digit models (their checkpoint names).  The "-30"
+#: variants see only strings of 5-30 digits in training, like the paper's RNNsearch-30
+#: (trained on sentences of up to 30 words) against RNNsearch-50.
+REVERSE_MODELS = catalogue.names(task="reverse")
 
-__all__ = ["BINS", "MODELS", "RESULTS_FILE", "load_results"]
+__all__ = ["BINS", "REVERSE_MODELS", "RESULTS_FILE", "load_results"]
 
 
 def load_results(path: Path | str | None = None) -> dict:

@@ -1,6 +1,7 @@
-"""The length experiment measured: every model of :data:`attnlab.experiments.length.MODELS`
-on fresh digit strings in each input-length bin, written to ``results/length.json``
-(``python -m attnlab length``; :func:`attnlab.experiments.length.load_results` reads it).
+"""The length experiment measured: every model of
+:data:`attnlab.experiments.length.REVERSE_MODELS` on fresh digit strings in each input-length
+bin, written to ``results/length.json`` (``python -m attnlab length``;
+:func:`attnlab.experiments.length.load_results` reads it).
 """
 
 from __future__ import annotations
@@ -8,12 +9,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from attnlab.experiments.length import BINS, MODELS, RESULTS_FILE
+from attnlab.experiments.length import BINS, RESULTS_FILE, REVERSE_MODELS
 from attnlab.files import write_atomic
 from attnlab.models.threads import torch_threads
 from attnlab.text.tasks import reverse
-from attnlab.training.batches import evaluate
 from attnlab.training.checkpoints import CHECKPOINT_DIR, load
+from attnlab.training.evaluate import evaluate
 
 PER_BIN = 200  # fresh test strings per bin
 TEST_SEED = 3_000_000
@@ -46,7 +47,7 @@ def _describe(card: dict) -> dict:
 
 
 def run(out: Path | None = None, checkpoint_dir: Path | None = None) -> dict:
-    """Measure every model of :data:`MODELS` in ``checkpoint_dir`` (default: the shipped
+    """Measure every model of :data:`REVERSE_MODELS` in ``checkpoint_dir`` (default: the shipped
     folder); write the results to ``out`` (default: the shipped file) and return them."""
     folder = Path(checkpoint_dir) if checkpoint_dir is not None else CHECKPOINT_DIR
     config: dict = {
@@ -59,7 +60,7 @@ def run(out: Path | None = None, checkpoint_dir: Path | None = None) -> dict:
         "models": {},
     }
     results: dict = {"bins": BINS, "models": {}, "config": config}
-    for name in MODELS:
+    for name in REVERSE_MODELS:
         model = load(name, folder)
         with torch_threads(model.card["train"]["threads"]):
             results["models"][name] = measure(model)

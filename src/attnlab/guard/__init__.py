@@ -1,6 +1,6 @@
 r"""What meets untrusted input and code.
 
-* :mod:`~attnlab.guard.inputs`: the input checks of the attention core, applied at the boundary;
+* :mod:`~attnlab.guard.inputs`: the argument validators of the attention core;
 * :mod:`~attnlab.guard.parts`: the replaceable parts of the models and the one swap;
 * :mod:`~attnlab.guard.library`: the library's attributes as imported, put in place for a block;
 * :mod:`~attnlab.guard.sandbox`: a :class:`~attnlab.guard.sandbox.Session` runs a student's

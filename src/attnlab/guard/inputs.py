@@ -1,17 +1,19 @@
-"""The input checks of the attention core, applied where untrusted or typed input enters.
+"""The argument validators of the attention core: one ``validate_<name>`` per equation.
 
 :mod:`attnlab.attention` holds the equations only and trusts its arguments (the models call
-it with tensors they built).  Input that a person typed or a student's function returned
-comes through here first: the widgets, the deck's edit-me cells and the exercises' checks
-call
+it with tensors they built).  Two places hand it arguments that a person typed or a
+student's function returned, and validate them here first:
 
-    inputs.checked(attention.scaled_dot_product_attention)(query, key, value, mask)
+* the deck's edit-me mask (:func:`attnlab.lecture.transformer_demos.causal_demo`) calls
+  ``inputs.validated(attention.scaled_dot_product_attention)(query, key, value, mask)``,
+  which validates the arguments, then calls the equation with them;
+* a score swapped into a widget (:func:`attnlab.widgets.score_swap.checked_score`) passes
+  what it returned through :func:`validate_scores`.
 
-which checks the arguments, then calls the equation with them, or, to check only,
-``inputs.check_scaled_dot_product_attention(query, key, value, mask)``.  One check per
-equation (``check_<name>``); each returns the arguments ready for the equation and raises a
-one-line :class:`ValueError` naming the shapes or dtypes it got (a :class:`TypeError` for a
-non-tensor).  :func:`check_scores` is the one check of what a score function returned.
+Each ``validate_<name>`` returns the arguments ready for the equation and raises a one-line
+:class:`ValueError` naming the shapes or dtypes it got (a :class:`TypeError` for a
+non-tensor).  The exercises grade a student's function with ``attnlab.checks.check_<name>``,
+which is a different thing: it compares outputs with the reference.
 """
 
 from __future__ import annotations
@@ -26,19 +28,19 @@ from attnlab import attention
 from attnlab.attention import AdditiveScore, GeneralScore, MultiHeadAttention
 
 __all__ = [
-    "checked",
-    "check_dot_score",
-    "check_general_score",
-    "check_additive_score",
-    "check_score",
-    "check_scores",
-    "check_masked_softmax",
-    "check_causal_mask",
-    "check_padding_mask",
-    "check_attention",
-    "check_scaled_dot_product_attention",
-    "check_multi_head_attention",
-    "check_positional_encoding",
+    "validated",
+    "validate_dot_score",
+    "validate_general_score",
+    "validate_additive_score",
+    "validate_score",
+    "validate_scores",
+    "validate_masked_softmax",
+    "validate_causal_mask",
+    "validate_padding_mask",
+    "validate_attention",
+    "validate_scaled_dot_product_attention",
+    "validate_multi_head_attention",
+    "validate_positional_encoding",
 ]
 
 
@@ -47,7 +49,7 @@ def _shapes(tensors: dict[str, Tensor]) -> str:
     return ", ".join(f"{name} {tuple(x.shape)}" for name, x in tensors.items())
 
 
-def _check_dtypes(tensors: dict[str, Tensor], weights: torch.dtype | None = None) -> None:
+def _validate_dtypes(tensors: dict[str, Tensor], weights: torch.dtype | None = None) -> None:
     """Tensors, floating point, all of one dtype (that of the weights, if any)."""
     for name, x in tensors.items():
         if not isinstance(x, Tensor):
@@ -76,7 +78,7 @@ def _broadcast(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...] | None
     return tuple(reversed(out))
 
 
-def _check_mask(mask: Tensor | None, target: tuple[int, ...]) -> None:
+def _validate_mask(mask: Tensor | None, target: tuple[int, ...]) -> None:
     """None, or a boolean mask that broadcasts to ``target`` (..., m, n)."""
     if mask is None:
         return
@@ -92,7 +94,7 @@ def _check_mask(mask: Tensor | None, target: tuple[int, ...]) -> None:
         )
 
 
-def _check_sizes(
+def _validate_sizes(
     tensors: dict[str, Tensor], dims: tuple[int | None, ...] = (), same_dim: bool = False
 ) -> tuple[int, ...]:
     """(query, key[, value]): at least 2-D, the expected last dims, one n, batches broadcast.
@@ -127,26 +129,26 @@ def _nonnegative_int(name: str, n: object, value: object) -> None:
 
 
 # --------------------------------------------------------------------------- scores
-def check_dot_score(query: Tensor, key: Tensor) -> tuple:
+def validate_dot_score(query: Tensor, key: Tensor) -> tuple:
     """dot_score, scaled_dot_score and their modules: floating tensors, d_q == d_k."""
-    _check_dtypes({"query": query, "key": key})
-    _check_sizes({"query": query, "key": key}, same_dim=True)
+    _validate_dtypes({"query": query, "key": key})
+    _validate_sizes({"query": query, "key": key}, same_dim=True)
     return query, key
 
 
-def check_general_score(score: GeneralScore, query: Tensor, key: Tensor) -> tuple:
+def validate_general_score(score: GeneralScore, query: Tensor, key: Tensor) -> tuple:
     """GeneralScore(d_q, d_k): query (..., m, d_q), key (..., n, d_k), the weights' dtype."""
-    _check_dtypes({"query": query, "key": key}, score.W_a.dtype)
-    _check_sizes({"query": query, "key": key}, dims=(score.d_q, score.d_k))
+    _validate_dtypes({"query": query, "key": key}, score.W_a.dtype)
+    _validate_sizes({"query": query, "key": key}, dims=(score.d_q, score.d_k))
     return query, key
 
 
-def check_additive_score(
+def validate_additive_score(
     score: AdditiveScore, query: Tensor, key: Tensor, Uh: Tensor | None = None
 ) -> tuple:
     """AdditiveScore(d_q, d_k, d_attn): query (..., m, d_q), key (..., n, d_k), the weights' dtype."""
-    _check_dtypes({"query": query, "key": key}, score.W.weight.dtype)
-    _check_sizes({"query": query, "key": key}, dims=(score.d_q, score.d_k))
+    _validate_dtypes({"query": query, "key": key}, score.W.weight.dtype)
+    _validate_sizes({"query": query, "key": key}, dims=(score.d_q, score.d_k))
     return query, key, Uh
 
 
@@ -158,25 +160,25 @@ def _is_ours(score: object) -> bool:
     """One of the library's scores (whose result is (..., m, n) by construction)."""
     score = _plain(score)
     if isinstance(score, nn.Module):
-        return type(score) in _MODULE_CHECKS
+        return type(score) in _MODULE_VALIDATORS
     return getattr(score, "__module__", None) == attention.__name__ and callable(score)
 
 
-def check_score(score: object, query: Tensor, key: Tensor) -> Callable[[Tensor, Tensor], Tensor]:
+def validate_score(score: object, query: Tensor, key: Tensor) -> Callable[[Tensor, Tensor], Tensor]:
     """Any score on (query, key): a name of a weightless one ("dot", "scaled_dot"), one of the
-    library's (checked here), or a function from outside (its result checked when it runs).
+    library's (validated here), or a function from outside (its result validated when it runs).
 
     Returns the score to call: the module a name stands for, or a function from outside
-    wrapped so that what it returns goes through :func:`check_scores`."""
+    wrapped so that what it returns goes through :func:`validate_scores`."""
     if isinstance(score, str):
         score = _by_name(score, query, key)
     if not callable(score):
         raise TypeError(f"score must be a function or a module, got {type(score).__name__}")
     plain = _plain(score)
     if isinstance(plain, (GeneralScore, AdditiveScore)):
-        _MODULE_CHECKS[type(plain)](plain, query, key)
+        _MODULE_VALIDATORS[type(plain)](plain, query, key)
     elif _is_ours(plain):
-        check_dot_score(query, key)
+        validate_dot_score(query, key)
     else:
         return _returning_scores(score)
     return score
@@ -197,12 +199,12 @@ def _by_name(name: str, query: Tensor, key: Tensor) -> nn.Module:
 
 def _returning_scores(score: Callable) -> Callable[[Tensor, Tensor], Tensor]:
     def outside_score(query: Tensor, key: Tensor) -> Tensor:
-        return check_scores(score(query, key), query, key)
+        return validate_scores(score(query, key), query, key)
 
     return outside_score
 
 
-def check_scores(
+def validate_scores(
     scores: object,
     query: Tensor,
     key: Tensor,
@@ -225,22 +227,22 @@ def check_scores(
 
 
 # --------------------------------------------------------------------------- softmax and masks
-def check_masked_softmax(scores: Tensor, mask: Tensor | None = None) -> tuple:
-    _check_dtypes({"scores": scores})
+def validate_masked_softmax(scores: Tensor, mask: Tensor | None = None) -> tuple:
+    _validate_dtypes({"scores": scores})
     if scores.dim() < 1:
         raise ValueError(
             f"scores must have at least one dimension; got scores {tuple(scores.shape)}"
         )
-    _check_mask(mask, tuple(scores.shape))
+    _validate_mask(mask, tuple(scores.shape))
     return scores, mask
 
 
-def check_causal_mask(n: int, device: torch.device | str | None = None) -> tuple:
+def validate_causal_mask(n: int, device: torch.device | str | None = None) -> tuple:
     _nonnegative_int("causal_mask", "n", n)
     return n, device
 
 
-def check_padding_mask(lengths: Tensor | list[int], n: int) -> tuple:
+def validate_padding_mask(lengths: Tensor | list[int], n: int) -> tuple:
     _nonnegative_int("padding_mask", "n", n)
     lengths = torch.as_tensor(lengths)
     if lengths.dim() != 1:
@@ -253,7 +255,7 @@ def check_padding_mask(lengths: Tensor | list[int], n: int) -> tuple:
 
 
 # --------------------------------------------------------------------------- attention
-def check_attention(
+def validate_attention(
     query: Tensor,
     key: Tensor,
     value: Tensor,
@@ -261,23 +263,23 @@ def check_attention(
     mask: Tensor | None = None,
 ) -> tuple:
     """attention's arguments; a score by name becomes its module, one from outside is
-    wrapped so that its result is checked (:func:`check_score`)."""
+    wrapped so that its result is validated (:func:`validate_score`)."""
     tensors = {"query": query, "key": key, "value": value}
-    _check_dtypes(tensors)
-    _check_mask(mask, _check_sizes(tensors))
-    return query, key, value, check_score(score, query, key), mask
+    _validate_dtypes(tensors)
+    _validate_mask(mask, _validate_sizes(tensors))
+    return query, key, value, validate_score(score, query, key), mask
 
 
-def check_scaled_dot_product_attention(
+def validate_scaled_dot_product_attention(
     query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None = None
 ) -> tuple:
     tensors = {"query": query, "key": key, "value": value}
-    _check_dtypes(tensors)
-    _check_mask(mask, _check_sizes(tensors, same_dim=True))
+    _validate_dtypes(tensors)
+    _validate_mask(mask, _validate_sizes(tensors, same_dim=True))
     return query, key, value, mask
 
 
-def check_multi_head_attention(
+def validate_multi_head_attention(
     module: MultiHeadAttention,
     query: Tensor,
     key: Tensor,
@@ -285,51 +287,51 @@ def check_multi_head_attention(
     mask: Tensor | None = None,
 ) -> tuple:
     tensors, d = {"query": query, "key": key, "value": value}, module.d_model
-    _check_dtypes(tensors, module.W_q.weight.dtype)
-    _check_mask(mask, _check_sizes(tensors, dims=(d, d, d)))
+    _validate_dtypes(tensors, module.W_q.weight.dtype)
+    _validate_mask(mask, _validate_sizes(tensors, dims=(d, d, d)))
     return query, key, value, mask
 
 
-def check_positional_encoding(n: int, d: int) -> tuple:
+def validate_positional_encoding(n: int, d: int) -> tuple:
     if not isinstance(n, int) or not isinstance(d, int) or n < 0 or d <= 0:
         raise ValueError(f"positional_encoding needs ints n >= 0 and d > 0; got n={n!r}, d={d!r}")
     return n, d
 
 
 # --------------------------------------------------------------------------- the boundary
-#: The check of each function of attnlab.attention, by name.
-_CHECKS: dict[str, Callable[..., tuple]] = {
-    "dot_score": check_dot_score,
-    "scaled_dot_score": check_dot_score,
-    "masked_softmax": check_masked_softmax,
-    "causal_mask": check_causal_mask,
-    "padding_mask": check_padding_mask,
-    "attention": check_attention,
-    "scaled_dot_product_attention": check_scaled_dot_product_attention,
-    "positional_encoding": check_positional_encoding,
+#: The validator of each function of attnlab.attention, by name.
+_VALIDATORS: dict[str, Callable[..., tuple]] = {
+    "dot_score": validate_dot_score,
+    "scaled_dot_score": validate_dot_score,
+    "masked_softmax": validate_masked_softmax,
+    "causal_mask": validate_causal_mask,
+    "padding_mask": validate_padding_mask,
+    "attention": validate_attention,
+    "scaled_dot_product_attention": validate_scaled_dot_product_attention,
+    "positional_encoding": validate_positional_encoding,
 }
 
-#: The check of each module of attnlab.attention (it reads the module's sizes and dtype).
-_MODULE_CHECKS: dict[type, Callable[..., tuple]] = {
-    attention.DotScore: lambda module, *args: check_dot_score(*args),
-    attention.ScaledDotScore: lambda module, *args: check_dot_score(*args),
-    GeneralScore: check_general_score,
-    AdditiveScore: check_additive_score,
-    MultiHeadAttention: check_multi_head_attention,
+#: The validator of each module of attnlab.attention (it reads the module's sizes and dtype).
+_MODULE_VALIDATORS: dict[type, Callable[..., tuple]] = {
+    attention.DotScore: lambda module, *args: validate_dot_score(*args),
+    attention.ScaledDotScore: lambda module, *args: validate_dot_score(*args),
+    GeneralScore: validate_general_score,
+    AdditiveScore: validate_additive_score,
+    MultiHeadAttention: validate_multi_head_attention,
 }
 
 
-def checked(fn: Callable) -> Callable:
+def validated(fn: Callable) -> Callable:
     """``fn`` (a function of :mod:`attnlab.attention`, or one of its modules) whose call
-    first checks its arguments: ``checked(attention)(query, key, value, mask=mask)``."""
-    if isinstance(fn, nn.Module) and type(fn) in _MODULE_CHECKS:
-        check = functools.partial(_MODULE_CHECKS[type(fn)], fn)
-    elif getattr(fn, "__module__", None) == attention.__name__ and fn.__name__ in _CHECKS:
-        check = _CHECKS[fn.__name__]
+    first validates its arguments: ``validated(attention)(query, key, value, mask=mask)``."""
+    if isinstance(fn, nn.Module) and type(fn) in _MODULE_VALIDATORS:
+        validate = functools.partial(_MODULE_VALIDATORS[type(fn)], fn)
+    elif getattr(fn, "__module__", None) == attention.__name__ and fn.__name__ in _VALIDATORS:
+        validate = _VALIDATORS[fn.__name__]
     else:
         raise TypeError(f"no input check for {fn!r}: pass a function of attnlab.attention")
 
     def call(*args, **kwargs):
-        return fn(*check(*args, **kwargs))
+        return fn(*validate(*args, **kwargs))
 
     return call

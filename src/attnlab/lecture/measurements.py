@@ -20,9 +20,11 @@ from attnlab.models import catalogue
 from attnlab.models.threads import torch_threads
 from attnlab.pictures import plots
 from attnlab.text.tasks import get_task
-from attnlab.training.batches import encode_pairs, evaluate, take
+from attnlab.training.batches import encode_pairs, take
 from attnlab.training.checkpoints import load
 from attnlab.training.config import default_configs, new_model
+from attnlab.training.evaluate import evaluate
+from attnlab.training.loop import loss_function, optimiser, train_step
 
 __all__ = [
     "time_rnn_vs_attention",
@@ -142,7 +144,9 @@ def flops_per_step(kind: str, task: str = "reverse", batch: int = 128, seed: int
 
     Counted by :class:`torch.utils.flop_counter.FlopCounterMode` on ``batch`` training
     examples of ``task`` (the shipped recipe's sizes), so two designs can be compared at equal
-    compute rather than equal steps or equal wall-clock time.
+    compute rather than equal steps or equal wall-clock time.  The step is the training
+    loop's own (:func:`attnlab.training.loop.train_step`); the counter counts the matrix
+    products, so the optimiser's update and the clipping add nothing.
     """
     torch.manual_seed(seed)
     t = get_task(task)
@@ -151,12 +155,11 @@ def flops_per_step(kind: str, task: str = "reverse", batch: int = 128, seed: int
     model = new_model(kind, t)
     data = encode_pairs(pairs, model.src_vocab, model.tgt_vocab)
     b = take(data, torch.arange(batch), model.tgt_vocab.pad)
+    opt, sched = optimiser(model, train)
+    model.train()
     with FlopCounterMode(display=False) as counter:
-        logits = model(b["src"], b["src_len"], b["tgt_in"])  # (B, T, V)
-        loss = torch.nn.functional.cross_entropy(
-            logits.flatten(0, 1), b["tgt_out"].flatten(), ignore_index=model.tgt_vocab.pad
-        )
-        loss.backward()
+        batch_tensors = (b["src"], b["src_len"], b["tgt_in"], b["tgt_out"])
+        train_step(model, batch_tensors, opt, sched, loss_function(model, train), train.clip)
     return counter.get_total_flops() / 1e9
 
 

@@ -7,7 +7,7 @@ import numpy as np
 import torch
 
 from attnlab import attention as A
-from attnlab.decode import decode, greedy
+from attnlab.decode import decode, greedy, source_lengths
 from attnlab.guard import inputs
 from attnlab.lecture.display import MAX_WIDTH_PX, Message, Picture, Table
 from attnlab.pictures import canvas, heatmaps, plots
@@ -39,8 +39,8 @@ def causal_demo(mask: torch.Tensor | None = None, n: int = 6, d_k: int = 8, seed
     n = mask.shape[0]
     Q, K, V = (torch.randn(n, d_k, generator=g) for _ in range(3))  # each (n, d_k)
     try:
-        # the mask is typed in the deck: checked at this boundary, then the equation runs
-        _, weights = inputs.checked(A.scaled_dot_product_attention)(Q, K, V, mask=mask)
+        # the mask is typed in the deck: validated here, then the equation runs
+        _, weights = inputs.validated(A.scaled_dot_product_attention)(Q, K, V, mask=mask)
     except (TypeError, ValueError) as err:
         return Message(f"✗ {err}")
     future = float(weights.triu(diagonal=1).sum())  # weight on keys j > t
@@ -170,7 +170,8 @@ def teacher_forcing(model, text: str, target: str) -> Table:
     training, _ = model.training, model.eval()  # no dropout while we look
     try:
         with torch.no_grad(), _Calls(model.out) as forced_calls:
-            logits = model(src, torch.tensor([src.shape[1]]), tgt_in)  # all at once: (1, T+1, V)
+            src_len = source_lengths(src, model.src_vocab.pad)  # (1,)
+            logits = model(src, src_len, tgt_in)  # all at once: (1, T+1, V)
     finally:
         model.train(training)
     predicted = logits[0].argmax(-1).tolist()  # y_t predicted at each position

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
-from attnlab.decode import decode
+from attnlab.decode import decode, source_row
 from attnlab.text.vocab import EOS, InvalidInput, Vocab, normalise, unknown_message
 
 __all__ = ["State", "StepOutput", "Seq2SeqModel"]
@@ -98,13 +98,11 @@ class Seq2SeqModel(nn.Module):
 
     def source_ids(self, prepared: str) -> Tensor:
         """Source ids (1, n) of a text already :meth:`prepare`-d, with the <eos> read last."""
-        v = self.src_vocab
-        ids = [v.stoi.get(tok, v.unk) for tok in v.tokens(prepared)] + [v.eos]  # unknown: <unk>
-        return torch.tensor([ids], dtype=torch.long)
+        return torch.tensor([source_row(self.src_vocab, prepared)], dtype=torch.long)
 
     def tokens_of(self, prepared: str) -> list[str]:
         """The source tokens of a text already :meth:`prepare`-d (unknown words: <unk>)."""
-        return self.src_vocab.shown(prepared)
+        return self.src_vocab.tokens_as_read(prepared)
 
     def encode_source(self, text: object) -> Tensor:
         """Source ids (1, n) of ``text`` (checked by :meth:`prepare`), ending in <eos>."""

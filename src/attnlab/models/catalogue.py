@@ -36,20 +36,25 @@ __all__ = [
 
 @dataclass(frozen=True)
 class TaskText:
-    """What a model of a task reads, as the widgets say it: the box's name and its first text."""
+    """What a model of a task reads, as the widgets say it (the box's name and its first
+    text), and, for a real-language task, the corpus it is trained on."""
 
     box: str  # the text box's label: "date", "digits", "phrase"
     default: str  # the text a widget opens with
     asked: str  # what a widget asks the room to type: "a date", "digits", "a phrase"
+    # The language a real-language task translates English into: its corpus,
+    # attnlab.text.corpus.load_corpus(language); None for a generated task (attnlab.text.tasks).
+    language: str | None = None
 
 
-#: task -> what its models read.  The tasks: :mod:`attnlab.text.tasks` (dates, reverse) and
-#: the real-language pairs of :mod:`attnlab.text.corpus` (English -> French, German).
+#: Every task, the one list of them: task -> what its models read.  The generated tasks are
+#: :data:`attnlab.text.tasks.TASKS` (dates, reverse); the real-language ones read the corpus of
+#: their ``language`` (:mod:`attnlab.text.corpus`: English -> French, German).
 TASK_TEXTS = {
     "dates": TaskText("date", "3 May 1979", "a date"),
     "reverse": TaskText("digits", "31415926535", "digits"),
-    "en-fr": TaskText("phrase", "Default cell type", "a phrase"),
-    "en-de": TaskText("phrase", "Close all tabs", "a phrase"),
+    "en-fr": TaskText("phrase", "Default cell type", "a phrase", language="fr"),
+    "en-de": TaskText("phrase", "Close all tabs", "a phrase", language="de"),
 }
 
 
@@ -65,7 +70,8 @@ class ShippedModel:
     # experiment's: the deck shows their measurements, not a chooser).
     offered: bool = True
     # The four RNNSearch models trained alike but for their score (ScoreLab, the score
-    # exercises): the lecture's name of that score; None for every other model.
+    # exercises): that score, a key of attnlab.attention.SCORES (the card's config.score);
+    # None for every other model.
     score: str | None = None
 
     @property
@@ -79,21 +85,20 @@ class ShippedModel:
         return TASK_TEXTS[self.task].box
 
 
-def _score_model(score: str, suffix: str) -> ShippedModel:
-    return ShippedModel(
-        f"rnnsearch-dates-{suffix}", "rnnsearch", "dates", f"RNNSearch, {score} score, dates",
-        score=score,
-    )  # fmt: skip
+def _score_model(score: str, name: str) -> ShippedModel:
+    """The score model of ``score`` (a key of attnlab.attention.SCORES), shipped as ``name``."""
+    label = f"RNNSearch, {score.replace('_', ' ')} score, dates"  # "scaled_dot": "scaled dot"
+    return ShippedModel(name, "rnnsearch", "dates", label, score=score)
 
 
 #: Every shipped model, in the choosers' order.  The first model of a kind and task is the
 #: lecture's model of that kind (:func:`lecture_model`): rnnsearch-dates before the score models.
 CATALOGUE: tuple[ShippedModel, ...] = (
     ShippedModel("rnnsearch-dates", "rnnsearch", "dates", "RNNSearch (additive score), dates"),
-    _score_model("dot", "dot"),
-    _score_model("scaled dot", "scaled"),
-    _score_model("general", "general"),
-    _score_model("additive", "additive"),
+    _score_model("dot", "rnnsearch-dates-dot"),
+    _score_model("scaled_dot", "rnnsearch-dates-scaled"),
+    _score_model("general", "rnnsearch-dates-general"),
+    _score_model("additive", "rnnsearch-dates-additive"),
     ShippedModel("transformer-dates", "transformer", "dates", "Transformer, dates"),
     ShippedModel("rnnenc-dates", "rnnencdec", "dates", "RNNEncDec (no attention), dates"),
     ShippedModel(

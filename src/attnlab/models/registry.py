@@ -4,7 +4,7 @@ Loading (:mod:`attnlab.training.checkpoints`) and training (:mod:`attnlab.traini
 models through :func:`build_model`; ``python -m attnlab train --model`` takes these names.  (Checkpoint *file*
 names such as ``rnnenc-dates`` are names of files, not kinds.)
 
-    >>> from attnlab.text.vocab import get_task
+    >>> from attnlab.text.tasks import get_task
     >>> task = get_task("dates")
     >>> build_model("rnnsearch", task.src_vocab, task.tgt_vocab).kind
     'rnnsearch'

@@ -144,7 +144,7 @@ class Vocab:
         """Tokens back into text: characters joined, words by :func:`detokenize`."""
         return detokenize(tokens) if self.level == "word" else "".join(tokens)
 
-    def shown(self, text: str) -> list[str]:
+    def tokens_as_read(self, text: str) -> list[str]:
         """The tokens of ``text`` as the model reads them: unknown ones as ``<unk>``."""
         return [t if t in self.stoi else UNK for t in self.tokens(text)]
 
@@ -152,20 +152,18 @@ class Vocab:
         """The tokens of ``text`` outside the vocabulary (each once, in order)."""
         return list(dict.fromkeys(c for c in self.tokens(text) if c not in self.stoi))
 
-    def encode(self, text: str, unknown: str = "raise") -> list[int] | tuple[list[int], list[str]]:
-        """Character ids of ``text`` (no <sos>/<eos> added).
+    def encode(self, text: str, unknown: str = "raise") -> list[int]:
+        """Token ids of ``text`` (no <sos>/<eos> added).
 
         ``unknown="raise"`` (default): raise :class:`InvalidInput` naming the unknown
-        characters.  ``unknown="unk"``: map them to ``<unk>`` (ask :meth:`unknown` which).
-        ``unknown="return"``: map them to ``<unk>`` and return ``(ids, unknown_characters)``.
+        tokens.  ``unknown="unk"``: map them to ``<unk>`` (ask :meth:`unknown` which).
         """
-        if unknown not in ("raise", "unk", "return"):
-            raise ValueError(f"unknown must be 'raise', 'unk' or 'return'; got {unknown!r}")
+        if unknown not in ("raise", "unk"):
+            raise ValueError(f"unknown must be 'raise' or 'unk'; got {unknown!r}")
         bad = self.unknown(text)
         if bad and unknown == "raise":
             raise InvalidInput(unknown_message(bad))
-        ids = [self.stoi.get(c, self.unk) for c in self.tokens(text)]
-        return (ids, bad) if unknown == "return" else ids
+        return [self.stoi.get(c, self.unk) for c in self.tokens(text)]
 
     def decode(self, ids: Iterable[int], stop_at_eos: bool = True) -> str:
         """Text of ``ids``: special tokens are dropped, and reading stops at ``<eos>``."""

@@ -1,4 +1,4 @@
-"""Examples as tensors: padded (source, target) ids, the training batches, the held-out score.
+"""Examples as tensors: padded (source, target) ids and the training batches.
 
 >>> from attnlab.text.tasks import get_task
 >>> t = get_task("dates")
@@ -17,12 +17,11 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from attnlab.decode import greedy
+from attnlab.decode import source_lengths, source_row
 from attnlab.models.base import Seq2SeqModel
 from attnlab.text.padding import padded, teacher_forced_input
 from attnlab.text.vocab import SPECIALS, Vocab, normalise
 from attnlab.training.config import TrainConfig
-from attnlab.training.evaluate import exact_match, token_accuracy
 
 __all__ = [
     "Examples",
@@ -30,7 +29,6 @@ __all__ = [
     "copy_targets",
     "drop_words",
     "encode_pairs",
-    "evaluate",
     "padded_pairs",
     "take",
 ]
@@ -44,9 +42,7 @@ def encode_pairs(pairs: list[tuple[str, str]], src_vocab: Vocab, tgt_vocab: Voca
     src (N, n) = x_1..x_n <eos> <pad>..., src_len (N,), tgt_in (N, T) = <sos> y_1..y_m <pad>...,
     tgt_out (N, T) = y_1..y_m <eos> <pad>... (the next token at every position).
     """
-    srcs = [
-        src_vocab.encode(normalise(s, src_vocab), unknown="unk") + [src_vocab.eos] for s, _ in pairs
-    ]
+    srcs = [source_row(src_vocab, normalise(s, src_vocab)) for s, _ in pairs]
     tgts = [tgt_vocab.encode(t) for _, t in pairs]
     return padded_pairs(srcs, tgts, src_vocab, tgt_vocab)
 
@@ -56,9 +52,10 @@ def padded_pairs(
 ) -> dict:
     """Source ids (each ending in <eos>) and target ids as the padded tensors of
     :func:`encode_pairs`: src (N, n), src_len (N,), tgt_in (N, T), tgt_out (N, T)."""
+    src = padded(srcs, src_vocab.pad)  # (N, n)
     return {
-        "src": padded(srcs, src_vocab.pad),  # (N, n)
-        "src_len": torch.tensor([len(s) for s in srcs]),  # (N,)
+        "src": src,
+        "src_len": source_lengths(src, src_vocab.pad),  # (N,)
         "tgt_in": teacher_forced_input(tgts, tgt_vocab),  # (N, T)
         "tgt_out": padded([[*y, tgt_vocab.eos] for y in tgts], tgt_vocab.pad),  # (N, T)
     }
@@ -129,26 +126,6 @@ def copy_targets(
     tgt_in = tgt_in.clone()
     tgt_in[:, 1:] = tgt_in[:, 1:].masked_fill(hit[:, :-1], unk)  # y_t fed back at step t + 1
     return tgt_in, tgt_out
-
-
-@torch.no_grad()
-def evaluate(
-    model: Seq2SeqModel, pairs: list[tuple[str, str]], batch_size: int = 1000
-) -> dict[str, float]:
-    """Greedy :func:`~attnlab.training.evaluate.exact_match` (whole output right) and
-    :func:`~attnlab.training.evaluate.token_accuracy` of a model of a generated task on
-    ``pairs``."""
-    data = encode_pairs(pairs, model.src_vocab, model.tgt_vocab)
-    outputs, references = [], []
-    for i in range(0, len(pairs), batch_size):
-        batch = take(data, torch.arange(i, min(i + batch_size, len(pairs))), model.tgt_vocab.pad)
-        outputs += greedy(model, batch["src"], batch["src_len"])
-        eos = model.tgt_vocab.eos
-        references += [y[: y.index(eos)] for y in batch["tgt_out"].tolist()]
-    return {
-        "exact_match": exact_match(outputs, references),
-        "token_accuracy": token_accuracy(outputs, references),
-    }
 
 
 @dataclass

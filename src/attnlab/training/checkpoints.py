@@ -8,12 +8,10 @@ A checkpoint ``NAME`` in a folder (the package's is ``src/attnlab/checkpoints/``
 * ``NAME.<first 16 hex digits of its SHA-256>.safetensors``: the state dict (plain tensors;
   safetensors cannot hold code), the file the card's ``weights_file`` names.
 
-**Signed.** ``checksum`` is the SHA-256 of the card's canonical JSON without the ``checksum``
-field (``json.dumps(card, sort_keys=True, separators=(",", ":"))``); the card holds the
-weights' SHA-256, so the checksum covers the card and the weights together.  A card without
-a checksum, or whose checksum or weights do not match, is refused.  (The checksum catches
-damage and edits, not forgery: anyone can recompute it; the bounds below are what make a
-crafted card harmless.)
+**Signed.** The card holds the weights' SHA-256 and is signed by its own ``checksum``
+(:mod:`attnlab.training.cards`: the card's rules), so the checksum covers the card and the
+weights together.  A card without a checksum, or whose checksum or weights do not match, is
+refused.
 
 **Never a mix.** The card is the manifest and is written last: :func:`save` writes the new
 weights under their own, content-addressed name, then replaces the card in one atomic rename
@@ -23,11 +21,9 @@ old weights vanish between its reading the card and opening them, :func:`load` r
 card again once.  Every file is written to a temporary file in the same folder and renamed;
 after any failure or Ctrl+C the temporary files are removed and the old pair is untouched.
 
-**Bounded.** :func:`load` refuses a card over 1 MB or weights over 64 MB before parsing them,
-checks every field of the card (kind known to :mod:`attnlab.models.registry`, config values of the
-right type within bounds, vocabularies of distinct single characters) before building any
-tensor, builds the model on torch's ``meta`` device first to compare its shapes with the
-weights file's header, and only then allocates it.
+**Bounded.** :func:`load` refuses a card that breaks a rule of :mod:`attnlab.training.cards`
+or weights over 64 MB before parsing them, builds the model on torch's ``meta`` device first to
+compare its shapes with the weights file's header, and only then allocates it.
 
 ``load(name)`` (also ``attnlab.load``) returns the model in eval mode, ``model.card`` set.  A
 missing file raises :class:`FileNotFoundError`, a damaged or crafted one
@@ -38,11 +34,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import re
 import stat
-import typing
-from dataclasses import fields
 from pathlib import Path
 
 import torch
@@ -51,11 +44,19 @@ from safetensors.torch import load as load_tensors
 from safetensors.torch import save as save_tensors
 from torch.overrides import TorchFunctionMode
 
-from attnlab.attention import SCORES
 from attnlab.files import CHECKPOINT_DIR, write_atomic
 from attnlab.models import catalogue
-from attnlab.models.registry import MODEL_KINDS, build_model
+from attnlab.models.registry import build_model
 from attnlab.text.vocab import Vocab
+from attnlab.training.cards import (
+    FORMAT,
+    MAX_CARD_BYTES,
+    CheckpointError,
+    card_error,
+    check_card,
+    checksum,
+    read_card,
+)
 
 __all__ = [
     "CHECKPOINT_DIR",
@@ -70,24 +71,8 @@ __all__ = [
 ]
 
 
-FORMAT = 2  # the card's "format": 2 = signed card, content-addressed weights
-MAX_CARD_BYTES = 1_000_000
 MAX_WEIGHTS_BYTES = 64_000_000
-MAX_VOCAB = 256  # characters per vocabulary
-MAX_WORD_VOCAB = 20_000  # words per vocabulary of a word model (card "tokens": "word")
-MAX_WORD_CHARS = 64
-#: Bounds of the integer config fields (any other integer field: 1..4096).
-INT_BOUNDS = {"num_layers": (1, 16), "num_heads": (1, 64), "max_src_len": (1, 1000)}
-INT_BOUNDS["max_tgt_len"] = INT_BOUNDS["max_src_len"]
-SIZE_BOUNDS = (1, 4096)
-STR_CHOICES = {"score": tuple(SCORES)}  # text config fields -> the values allowed
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,99}")
-WEIGHTS_FILE = re.compile(r"([A-Za-z0-9][A-Za-z0-9_-]{0,99})\.[0-9a-f]{16}\.safetensors")
-HEX64 = re.compile(r"[0-9a-f]{64}")
-
-
-class CheckpointError(ValueError):
-    """A checkpoint file exists but cannot be read (its message names the file)."""
 
 
 def _folder(directory: Path | str | None) -> Path:
@@ -103,13 +88,6 @@ def available(directory: Path | str | None = None) -> list[str]:
 
 
 # --------------------------------------------------------------------------- writing
-
-
-def checksum(card: dict) -> str:
-    """SHA-256 of the card's canonical JSON without its ``checksum`` field."""
-    body = {k: v for k, v in card.items() if k != "checksum"}
-    text = json.dumps(body, sort_keys=True, separators=(",", ":"), allow_nan=False)
-    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def _previous_weights(folder: Path, name: str) -> Path | None:
@@ -149,7 +127,7 @@ def save(model, name: str, card: dict, directory: Path | str | None = None) -> P
     card = json.loads(json.dumps({**card, **extra}, allow_nan=False))  # as it will read back
     card["checksum"] = checksum(card)
     text = json.dumps(card, indent=1) + "\n"
-    _check_card(card, folder / f"{name}.json", len(text.encode()))  # never write what load refuses
+    check_card(card, folder / f"{name}.json", len(text.encode()))  # never write what load refuses
     existed = weights.exists()
     previous = _previous_weights(folder, name)  # named by the card this save replaces
     try:
@@ -162,140 +140,6 @@ def save(model, name: str, card: dict, directory: Path | str | None = None) -> P
     if previous is not None and previous.name != weights.name:
         previous.unlink(missing_ok=True)
     return weights
-
-
-# --------------------------------------------------------------------------- checking a card
-def _fail(path: Path, why: str) -> CheckpointError:
-    return CheckpointError(f"checkpoint card {path} refused: {why}")
-
-
-def _is_word(w: object) -> bool:
-    """One word of a word model: text of 1 to MAX_WORD_CHARS characters, no spaces."""
-    return isinstance(w, str) and 0 < len(w) <= MAX_WORD_CHARS and w.split() == [w]
-
-
-def _check_word_vocab(words: object, what: str, path: Path) -> None:
-    if not isinstance(words, list) or not 1 <= len(words) <= MAX_WORD_VOCAB:
-        raise _fail(path, f"{what} must be a list of 1 to {MAX_WORD_VOCAB} words")
-    if not all(_is_word(w) for w in words):
-        raise _fail(path, f"{what} must hold words of 1 to {MAX_WORD_CHARS} characters, no spaces")
-    if len(set(words)) != len(words):
-        raise _fail(path, f"{what} repeats a word")
-
-
-def _check_vocab(chars: object, what: str, path: Path, level: object = "char") -> None:
-    if level == "word":
-        return _check_word_vocab(chars, what, path)
-    if level != "char":
-        raise _fail(path, "'tokens' must be 'char' or 'word'")
-    if not isinstance(chars, list) or not 1 <= len(chars) <= MAX_VOCAB:
-        raise _fail(path, f"{what} must be a list of 1 to {MAX_VOCAB} characters")
-    if not all(isinstance(c, str) and len(c) == 1 for c in chars):
-        raise _fail(path, f"{what} must hold single characters")
-    if len(set(chars)) != len(chars):
-        raise _fail(path, f"{what} repeats a character")
-
-
-def _check_value(key: str, value: object, kind: type, path: Path) -> None:
-    # ``kind``: the field's resolved type hint (typing.get_type_hints), bool, int, float or str
-    if kind is bool:
-        ok = isinstance(value, bool)
-    elif kind is int:
-        lo, hi = INT_BOUNDS.get(key, SIZE_BOUNDS)
-        ok = type(value) is int and lo <= value <= hi
-    elif kind is float:
-        hi = 0.9 if key == "dropout" else 1e6  # a probability (P_drop) or a size
-        ok = type(value) in (int, float) and math.isfinite(value) and 0 <= value <= hi
-    else:  # str: a name, one of a known set (RNNSearch's score)
-        ok = isinstance(value, str) and value in STR_CHOICES.get(key, (value,)) and len(value) <= 64
-    if not ok:
-        raise _fail(path, f"config value {key}={value!r} is out of bounds or of the wrong type")
-
-
-def _check_config(config: object, config_class: type, path: Path) -> None:
-    if not isinstance(config, dict):
-        raise _fail(path, "'config' must be an object")
-    hints = typing.get_type_hints(config_class)
-    allowed = {f.name for f in fields(config_class)}
-    unknown = sorted(set(config) - allowed)
-    if unknown:
-        raise _fail(path, f"unknown config field {unknown[0][:40]!r}")
-    for key, value in config.items():
-        _check_value(key, value, hints.get(key, str), path)
-    d_model, heads = config.get("d_model"), config.get("num_heads")
-    if isinstance(d_model, int) and isinstance(heads, int) and d_model % heads:
-        raise _fail(path, f"num_heads={heads} does not divide d_model={d_model}")
-
-
-def _check_signature(card: dict, path: Path) -> None:
-    if "checksum" not in card:
-        raise _fail(path, "it has no checksum (an unsigned or old card)")
-    if not isinstance(card["checksum"], str) or card["checksum"] != checksum(card):
-        raise _fail(path, "its checksum does not match its contents (edited or damaged)")
-    if card.get("format") != FORMAT:
-        raise _fail(path, f"format {card.get('format')!r} is not {FORMAT}")
-    if not WEIGHTS_FILE.fullmatch(str(card.get("weights_file"))):
-        raise _fail(path, "'weights_file' is not a weights file name")
-    if not HEX64.fullmatch(str(card.get("weights_sha256"))):
-        raise _fail(path, "'weights_sha256' is not a SHA-256")
-
-
-def _check_numbers(card: dict, path: Path) -> None:
-    acc = card.get("heldout_accuracy", 0.0)
-    if type(acc) not in (int, float) or not 0 <= acc <= 1:
-        raise _fail(path, "'heldout_accuracy' must be a number in [0, 1]")
-    for key in ("steps", "parameters", "seed"):
-        value = card.get(key, 0)
-        if type(value) is not int or not 0 <= value < 2**64:
-            raise _fail(path, f"{key!r} must be a non-negative integer")
-
-
-def _check_card(card: object, path: Path, size: int) -> None:
-    if size > MAX_CARD_BYTES:
-        raise _fail(path, f"it is larger than {MAX_CARD_BYTES} bytes")
-    if not isinstance(card, dict):
-        raise _fail(path, "it is not a JSON object")
-    _check_signature(card, path)
-    if not isinstance(card.get("kind"), str) or card["kind"] not in MODEL_KINDS:
-        raise _fail(path, f"unknown kind; choose one of {', '.join(MODEL_KINDS)}")
-    _check_config(card.get("config"), MODEL_KINDS[card["kind"]].config_class, path)
-    level = card.get("tokens", "char")  # word models: "word"
-    _check_vocab(card.get("src_vocab"), "src_vocab", path, level)
-    _check_vocab(card.get("tgt_vocab"), "tgt_vocab", path, level)
-    _check_lexicon(card.get("unk_lexicon", {}), path)
-    _check_numbers(card, path)
-
-
-def _check_lexicon(lexicon: object, path: Path) -> None:
-    """A word model's ``unk_lexicon``: English word -> its translation, words of 1 to
-    MAX_WORD_CHARS characters without spaces, at most MAX_WORD_VOCAB entries."""
-    if not isinstance(lexicon, dict) or len(lexicon) > MAX_WORD_VOCAB:
-        raise _fail(path, f"'unk_lexicon' must map at most {MAX_WORD_VOCAB} words to words")
-    if not all(_is_word(w) for w in (*lexicon, *lexicon.values())):
-        raise _fail(path, f"'unk_lexicon' must hold words of 1 to {MAX_WORD_CHARS} characters")
-
-
-def _no_constants(name: str) -> None:
-    raise ValueError(f"{name} is not a JSON number")
-
-
-def read_card(path: Path | str) -> dict:
-    """The checked card at ``path`` (FileNotFoundError / CheckpointError naming it)."""
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"checkpoint card not found: {path}")
-    with path.open("rb") as f:
-        raw = f.read(MAX_CARD_BYTES + 1)  # never more than this in memory
-    if len(raw) > MAX_CARD_BYTES:
-        raise _fail(path, f"it is larger than {MAX_CARD_BYTES} bytes")
-    try:
-        card = json.loads(raw.decode("utf-8"), parse_constant=_no_constants)
-    except RecursionError:
-        raise _fail(path, "its JSON is nested too deeply") from None
-    except (ValueError, UnicodeDecodeError) as err:
-        raise _fail(path, str(err).splitlines()[0]) from None
-    _check_card(card, path, len(raw))
-    return card
 
 
 # --------------------------------------------------------------------------- loading
@@ -390,7 +234,7 @@ def _build(card: dict, card_path: Path, shapes: dict[str, list[int]], weights: P
         with torch.device("meta"), _NoDrawOnMeta():
             meta = build_model(*args)  # shapes only: no memory
     except (ValueError, TypeError) as err:
-        raise _fail(card_path, str(err).splitlines()[0]) from None
+        raise card_error(card_path, str(err).splitlines()[0]) from None
     expected = {k: list(v.shape) for k, v in meta.state_dict().items()}
     if expected != shapes:
         raise CheckpointError(

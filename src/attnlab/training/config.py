@@ -41,8 +41,9 @@ __all__ = [
 #: Seeds of the example sets, offset from the training seed so that they never coincide.
 VALID_SEED_OFFSET, TEST_SEED_OFFSET = 1_000_000, 2_000_000
 
-#: The real-language tasks: English -> the corpus's language (attnlab.text.corpus).
-CORPUS_TASKS = {"en-fr": "fr", "en-de": "de"}
+#: The real-language tasks -> the language of their corpus (attnlab.text.corpus), as the
+#: catalogue's tasks say.
+CORPUS_TASKS = {task: t.language for task, t in catalogue.TASK_TEXTS.items() if t.language}
 
 
 @dataclass
@@ -230,7 +231,7 @@ def recipe(name: str) -> Recipe:
     shipped = catalogue.entry(name)
     model_cfg, train = default_configs(shipped.kind, shipped.task)
     if shipped.score:
-        model_cfg = replace(model_cfg, score=shipped.score.replace(" ", "_"), dec_hidden=128)
+        model_cfg = replace(model_cfg, score=shipped.score, dec_hidden=128)
     return Recipe(
         shipped.kind, shipped.task, model_cfg, replace(train, **_TRAIN_CHANGES.get(name, {}))
     )

@@ -1,5 +1,5 @@
-r"""Scoring outputs: exact match and token accuracy; for the real-language corpus, sacrebleu's
-BLEU and chrF and two baselines.
+r"""Scoring outputs: exact match and token accuracy, a model's held-out scores; for the
+real-language corpus, sacrebleu's BLEU and chrF and two baselines.
 
     >>> from attnlab.training.evaluate import score, copy_baseline, Dictionary
     >>> score(["fermer tous les onglets"], ["Fermer tous les onglets"])["bleu"]
@@ -8,6 +8,7 @@ BLEU and chrF and two baselines.
 * :func:`exact_match`: the fraction of outputs that are exactly their reference, token for
   token; :func:`token_accuracy`: the fraction of the references' tokens matched at their
   position.
+* :func:`evaluate`: both, of a model's greedy outputs on the pairs of a generated task.
 * :func:`score`: corpus BLEU and chrF (sacrebleu, lower-cased: our models write lower-case;
   every system is scored the same way), with sacrebleu's signatures.
 * :func:`copy_baseline`: the output is the English source itself.
@@ -23,13 +24,14 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 
-from attnlab.decode import translate_batch
+from attnlab.decode import decode_batch, translate_batch
 from attnlab.models.base import Seq2SeqModel
-from attnlab.text.vocab import detokenize, tokenize
+from attnlab.text.vocab import detokenize, normalise, tokenize
 
 __all__ = [
     "Dictionary",
     "copy_baseline",
+    "evaluate",
     "exact_match",
     "score",
     "signatures",
@@ -50,6 +52,26 @@ def token_accuracy(outputs: Sequence[Sequence], references: Sequence[Sequence]) 
     pairs = zip(outputs, references, strict=True)
     right = sum(a == b for o, r in pairs for a, b in zip(o, r, strict=False))
     return right / max(1, sum(len(r) for r in references))
+
+
+def evaluate(
+    model: Seq2SeqModel, pairs: Sequence[tuple[str, str]], batch_size: int = 1000
+) -> dict[str, float]:
+    """Greedy :func:`exact_match` (whole output right) and :func:`token_accuracy` of a model
+    of a generated task on ``pairs`` (source, target), decoded ``batch_size`` at a time.
+
+    The sources are read as training reads them (normalised, an unknown character as <unk>,
+    any length), not refused as :meth:`Seq2SeqModel.prepare` would refuse typed text.
+    """
+    texts = [normalise(source, model.src_vocab) for source, _ in pairs]
+    outputs: list[list[int]] = []
+    for i in range(0, len(texts), batch_size):
+        outputs += decode_batch(model, texts[i : i + batch_size], read=False).outputs
+    references = [model.tgt_vocab.encode(target) for _, target in pairs]
+    return {
+        "exact_match": exact_match(outputs, references),
+        "token_accuracy": token_accuracy(outputs, references),
+    }
 
 
 def _metrics():
@@ -128,10 +150,15 @@ class Dictionary:
         return [self.translate(x) for x in texts]
 
 
-def translate_all(model: Seq2SeqModel, texts: Sequence[str], batch_size: int = 256) -> list[str]:
+def translate_all(model: Seq2SeqModel, texts: Sequence[str], batch_size: int = 32) -> list[str]:
     """Greedy translations of ``texts``, batched (:func:`attnlab.decode.translate_batch`: the
     outputs of ``model.translate``, a word model's ``<unk>`` copied from the source); each
-    text read as :meth:`Seq2SeqModel.prepare` would, a text the model refuses gives ""."""
+    text read as :meth:`Seq2SeqModel.prepare` would, a text the model refuses gives "".
+
+    A batch decodes until its longest output ends, and the Transformer reads its whole prefix
+    again at every step: in a big batch most rows wait for the slowest, so small batches are
+    faster (the outputs do not depend on the batch size).
+    """
     out: list[str] = [""] * len(texts)
     readable = []
     for i, text in enumerate(texts):

@@ -36,7 +36,7 @@ from attnlab.models.base import Seq2SeqModel
 from attnlab.models.threads import torch_threads
 from attnlab.text.corpus import load_corpus
 from attnlab.text.tasks import get_task
-from attnlab.training.batches import Batch, Examples, batches, encode_pairs, evaluate
+from attnlab.training.batches import Batch, Examples, batches, encode_pairs
 from attnlab.training.config import (
     CORPUS_TASKS,
     VALID_SEED_OFFSET,
@@ -44,9 +44,18 @@ from attnlab.training.config import (
     default_configs,
     new_model,
 )
+from attnlab.training.evaluate import evaluate
 from attnlab.training.translation import word_examples
 
-__all__ = ["Observer", "average_states", "examples", "fit", "train_step"]
+__all__ = [
+    "Observer",
+    "average_states",
+    "examples",
+    "fit",
+    "loss_function",
+    "optimiser",
+    "train_step",
+]
 
 
 class Observer(Protocol):
@@ -148,7 +157,7 @@ class _Bar:
 
 
 # --------------------------------------------------------------------------- the loop
-def _optimiser(model: nn.Module, cfg: TrainConfig):
+def optimiser(model: nn.Module, cfg: TrainConfig):
     """AdamW (Adam when ``weight_decay`` is 0) and its learning-rate schedule."""
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
 
@@ -161,6 +170,13 @@ def _optimiser(model: nn.Module, cfg: TrainConfig):
         return 1.0
 
     return opt, torch.optim.lr_scheduler.LambdaLR(opt, lr_factor)
+
+
+def loss_function(model: Seq2SeqModel, cfg: TrainConfig) -> nn.CrossEntropyLoss:
+    """-log p(y_t | y_<t, x) per target token, label-smoothed by ``cfg``; <pad> does not count."""
+    return nn.CrossEntropyLoss(
+        ignore_index=model.tgt_vocab.pad, label_smoothing=cfg.label_smoothing
+    )
 
 
 def train_step(model, batch: Batch, opt, sched, loss_fn, clip: float) -> float:
@@ -222,10 +238,8 @@ def average_states(states: list[dict]) -> dict:
 
 def _train(ex: Examples, cfg: TrainConfig, shown: list[Observer]) -> dict:
     model = ex.model
-    opt, sched = _optimiser(model, cfg)
-    loss_fn = nn.CrossEntropyLoss(  # <pad> positions do not count
-        ignore_index=model.tgt_vocab.pad, label_smoothing=cfg.label_smoothing
-    )
+    opt, sched = optimiser(model, cfg)
+    loss_fn = loss_function(model, cfg)
     history: dict = {"step": [], "loss": [], ex.metric: [], "seconds": []}
     kept, reached, losses, step = _Kept(cfg), None, [], 0
     start, cpu_start = time.perf_counter(), time.process_time()  # CPU: all training threads

@@ -30,8 +30,8 @@ from attnlab.models.threads import torch_threads
 from attnlab.text.corpus import load_corpus
 from attnlab.text.tasks import get_task
 from attnlab.training import checkpoints
-from attnlab.training.batches import evaluate
 from attnlab.training.config import CORPUS_TASKS, TEST_SEED_OFFSET, Recipe, recipe
+from attnlab.training.evaluate import evaluate
 from attnlab.training.loop import fit
 from attnlab.training.translation import test_scores
 

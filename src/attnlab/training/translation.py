@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import torch
 
+from attnlab.decode import source_row
 from attnlab.models.base import Seq2SeqModel
 from attnlab.models.registry import build_model
 from attnlab.text.compounds import CompoundSplitter
@@ -96,7 +97,7 @@ def encode_word_pairs(
     ``src_vocab`` (read as <unk>) becomes <unk> too, so the model learns to write <unk>
     where it must look a word up or copy it; and ``align`` (N, T) is returned, padded with -1.
     """
-    srcs = [src_vocab.encode(en, unknown="unk") + [src_vocab.eos] for en, _ in pairs]
+    srcs = [source_row(src_vocab, en) for en, _ in pairs]
     tgts = [tgt_vocab.encode(t, unknown="unk") for _, t in pairs]
     if align is None:
         return padded_pairs(srcs, tgts, src_vocab, tgt_vocab)

@@ -59,7 +59,7 @@ def unknown_words(model, text: str, source_tokens: list[str]) -> list[str]:
 class BaseWidget(widgets.VBox):
     """A VBox with a message line (``.message``, ``.message_box``) and a current picture.
 
-    Subclasses implement ``describe()`` (the fixed text/plain form) and ``png()`` (the
+    Subclasses implement ``text_form()`` (the fixed text/plain form) and ``png()`` (the
     picture now shown, as PNG bytes).
     """
 
@@ -111,18 +111,18 @@ class BaseWidget(widgets.VBox):
         return True
 
     # ------------------------------------------------------------------ display
-    def describe(self) -> str:  # pragma: no cover - every subclass overrides it
+    def text_form(self) -> str:  # pragma: no cover - every subclass overrides it
         return type(self).__name__
 
     def png(self) -> bytes:  # pragma: no cover - every subclass overrides it
         return b""
 
     def __repr__(self) -> str:
-        return self.describe()
+        return self.text_form()
 
     def _repr_mimebundle_(self, **kwargs):
         data = super()._repr_mimebundle_(**kwargs) or {}
-        data["text/plain"] = self.describe()
+        data["text/plain"] = self.text_form()
         picture = self.png()
         if picture:  # what a viewer without a kernel (or without widgets) shows
             data["image/png"] = base64.b64encode(picture).decode("ascii")

@@ -315,7 +315,7 @@ class DecodeStepper(ModelWidget):
         return self.frame.view
 
     # ------------------------------------------------------------------ display
-    def describe(self) -> str:
+    def text_form(self) -> str:
         return f"DecodeStepper: {self.model_chooser.value} on {short(self.text.value, 40)!r}"
 
     def png(self) -> bytes:

@@ -26,10 +26,10 @@ from attnlab.pictures.typography import TYPE, literal
 from ._base import ModelWidget, short, unknown_words
 from ._frames import FrameGrid
 
-__all__ = ["HeadView", "KINDS"]
+__all__ = ["HeadView", "ATTENTION_KINDS"]
 
 #: The attentions shown: the key of ``model.attention_weights`` and its panel's axes.
-KINDS = {
+ATTENTION_KINDS = {
     "cross-attention": ("cross", "source (keys)", "output (queries)"),
     "encoder self-attention": ("encoder_self", "source (keys)", "source (queries)"),
 }
@@ -94,7 +94,7 @@ class HeadView(ModelWidget):
 
     Attributes for code and tests: ``model_chooser`` (Dropdown of the installed
     Transformers: :class:`attnlab.widgets._base.ModelWidget`), ``text`` (Text, on Enter),
-    ``kind`` (ToggleButtons over :data:`KINDS`), ``layer`` (ToggleButtons "layer 1".."layer
+    ``kind`` (ToggleButtons over :data:`ATTENTION_KINDS`), ``layer`` (ToggleButtons "layer 1".."layer
     L", the last one first), ``grid`` (FrameGrid: kind > layer), ``frames``, ``links``, ``frame`` (the Frame the
     toggles select: ``data`` holds weights (h, m, n), keys, queries, kind, layer); from it
     ``weights``, ``key_tokens``, ``query_tokens``; ``model``, ``unknown`` (words read as <unk>),
@@ -108,9 +108,13 @@ class HeadView(ModelWidget):
     def __init__(self, model=None, text: str | None = None):
         super().__init__()
         name = self._choose(model, text)
-        self.kind = widgets.ToggleButtons(options=list(KINDS), style={"button_width": "230px"})
+        self.kind = widgets.ToggleButtons(
+            options=list(ATTENTION_KINDS), style={"button_width": "230px"}
+        )
         self.layer = widgets.ToggleButtons(options=["layer 1"], style={"button_width": "100px"})
-        self.grid = FrameGrid([(self.kind, "index"), (self.layer, "index")], (len(KINDS), 1), 0)
+        self.grid = FrameGrid(
+            [(self.kind, "index"), (self.layer, "index")], (len(ATTENTION_KINDS), 1), 0
+        )
         self.frames, self.links = self.grid.root, self.grid.links
         self.children = [
             widgets.HBox([self.model_chooser, self.text]),
@@ -137,8 +141,8 @@ class HeadView(ModelWidget):
             self.layer.options = [f"layer {i + 1}" for i in range(layers)]
         self.layer.index = keep  # the last layer first; a layer chosen is kept
         self.grid = FrameGrid([(self.kind, "index"), (self.layer, "index")],
-                              (len(KINDS), layers), 0)  # fmt: skip
-        for k, (label, (key, xlabel, ylabel)) in enumerate(KINDS.items()):
+                              (len(ATTENTION_KINDS), layers), 0)  # fmt: skip
+        for k, (label, (key, xlabel, ylabel)) in enumerate(ATTENTION_KINDS.items()):
             queries = src if key == "encoder_self" else out
             for layer in range(layers):
                 weights = np.asarray(w[key][layer], dtype=float)  # (h, m, n)
@@ -172,7 +176,7 @@ class HeadView(ModelWidget):
     def image(self) -> widgets.Image:
         return self.frame.view
 
-    def describe(self) -> str:
+    def text_form(self) -> str:
         return f"HeadView: {self.model_chooser.value} on {short(self.text.value, 40)!r}"
 
     def png(self) -> bytes:

@@ -239,7 +239,7 @@ class PathLengthExplorer(BaseWidget):
     def images(self) -> dict[str, widgets.Image]:
         return {kind: g.image() for kind, g in self.grids.items()}
 
-    def describe(self) -> str:
+    def text_form(self) -> str:
         return f"PathLengthExplorer: n={self.n_slider.value}, k={self.k_slider.value}"
 
     def png(self) -> bytes:

@@ -38,13 +38,13 @@ from attnlab.training.checkpoints import load
 from ._base import BaseWidget
 from ._frames import FrameGrid
 
-__all__ = ["ScaledDotExplorer", "D_K", "DEFAULT_D_K", "row_entropy", "random_labels"]
+__all__ = ["ScaledDotExplorer", "D_K_CHOICES", "DEFAULT_D_K", "row_entropy", "random_labels"]
 
 RANDOM, TRAINED = "random Q, K", "trained Transformer"
 SCALED, UNSCALED = "divide by √d_k", "no scaling"
 NO_MASK, CAUSAL = "every position", "causal mask"
 #: The d_k the slider offers (each rendered once, for the exported page).
-D_K = (1, 4, 16, 64, 256, 512)
+D_K_CHOICES = (1, 4, 16, 64, 256, 512)
 #: The d_k it opens at: large, where the unscaled softmax saturates (the slide's point).
 DEFAULT_D_K = 512
 N_RANDOM = 8  # random queries and keys
@@ -108,7 +108,7 @@ class ScaledDotExplorer(BaseWidget):
 
     Attributes for code and tests:
 
-    * ``d_k_slider`` (SelectionSlider over :data:`D_K`, at :data:`DEFAULT_D_K`),
+    * ``d_k_slider`` (SelectionSlider over :data:`D_K_CHOICES`, at :data:`DEFAULT_D_K`),
       ``scale_toggle`` and ``mask_toggle`` (ToggleButtons), ``preset`` (Button: d_k = 512, no
       scaling), ``mode`` (ToggleButtons RANDOM / TRAINED), ``text`` (the date of the trained
       mode, on Enter), ``head`` (Dropdown of (layer, head) for the trained mode);
@@ -139,7 +139,7 @@ class ScaledDotExplorer(BaseWidget):
         self.mode = widgets.ToggleButtons(  # wide enough for the slide's type
             options=[RANDOM, TRAINED], value=RANDOM, style={"button_width": "210px"}
         )
-        d_ks = [d for d in D_K if d <= max_d_k]
+        d_ks = [d for d in D_K_CHOICES if d <= max_d_k]
         start = DEFAULT_D_K if DEFAULT_D_K in d_ks else d_ks[-1]
         self.d_k_slider = widgets.SelectionSlider(options=d_ks, value=start, description="d_k")
         self.scale_toggle = widgets.ToggleButtons(
@@ -331,7 +331,7 @@ class ScaledDotExplorer(BaseWidget):
             self.mode.value = RANDOM  # keep showing something meaningful
             self.show_message(message)
 
-    def describe(self) -> str:
+    def text_form(self) -> str:
         if self.mode.value == TRAINED:
             return f"ScaledDotExplorer: trained Transformer on {self.text.value!r}"
         return (

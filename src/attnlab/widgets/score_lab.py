@@ -34,16 +34,22 @@ from ._frames import FrameGrid
 
 __all__ = ["ScoreLab", "SCORE_MODELS", "FORMULAS", "EXAMPLE_DATES"]
 
-#: The four score models (:mod:`attnlab.models.catalogue`), by the lecture's name of their score.
+#: The four score models (:mod:`attnlab.models.catalogue`), by their score (a key of
+#: :data:`attnlab.attention.SCORES`).
 SCORE_MODELS = {m.score: m.name for m in catalogue.entries() if m.score is not None}
 FORMULAS = {
     "dot": "sᵀhᵢ",
-    "scaled dot": "sᵀhᵢ / √d",
+    "scaled_dot": "sᵀhᵢ / √d",
     "general": "sᵀW_a hᵢ",
     "additive": "vᵀtanh(Ws + Uhᵢ)",
 }
 EXAMPLE_DATES = ("3 May 1979", "14 July 1989", "1 Jan 2000", "12/05/2001", "21.08.1999")
 WIDTH_PX, HEIGHT_PX = 1180, 350  # the widest picture; the height grows with a long date
+
+
+def said(score: str) -> str:
+    """A score's key as the panels and the text form say it: "scaled_dot" -> "scaled dot"."""
+    return score.replace("_", " ")
 
 
 def recorded_exact_match(model) -> float | None:
@@ -137,7 +143,7 @@ class ScoreLab(BaseWidget):
             panels[name] = heat
             match = recorded_exact_match(self.models[name])
             score = f"{100 * match:.1f}% exact" if match is not None else "no card"
-            titles.append(f"{FORMULAS.get(name, '')}\n{literal(name)}: {score}")
+            titles.append(f"{FORMULAS.get(name, '')}\n{literal(said(name))}: {score}")
             ax.set_title(titles[-1], fontsize=sizes.label)
         return png_bytes(fig, draw=True, palette=True), {"titles": titles, "fig": fig,
                                                           "panels": panels}  # fmt: skip
@@ -200,8 +206,9 @@ class ScoreLab(BaseWidget):
     def image(self) -> widgets.Image:
         return self.grid.image()
 
-    def describe(self) -> str:
-        return f"ScoreLab: {', '.join(self.models)} on {short(str(self.date.value), 40)!r}"
+    def text_form(self) -> str:
+        names = ", ".join(said(name) for name in self.models)
+        return f"ScoreLab: {names} on {short(str(self.date.value), 40)!r}"
 
     def png(self) -> bytes:
         return bytes(self.image.value)

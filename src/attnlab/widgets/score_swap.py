@@ -39,6 +39,6 @@ def checked_score(fn: Callable, session: Session | None = None) -> Callable:
         problem = kind_problem(e, query.dtype, query.device, who)
         if problem is not None:
             raise ScoreError(problem)
-        return inputs.check_scores(e, query, keys, who, error=ScoreError)  # (B, m, n), finite
+        return inputs.validate_scores(e, query, keys, who, error=ScoreError)  # (B, m, n), finite
 
     return score

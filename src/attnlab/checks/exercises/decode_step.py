@@ -23,6 +23,7 @@ from attnlab.checks.compare import (
     randn,
     shape_str,
 )
+from attnlab.checks.exercises.seeded import kept_rng
 from attnlab.checks.harness import call_student, run_check
 from attnlab.checks.results import CheckResult
 from attnlab.models import rnn as seq2seq
@@ -34,8 +35,7 @@ def _decode_examples():
     """(s_prev, h, y_prev, score, cell) with d_s != d_h != d_y, so mix-ups show as shapes."""
     g = torch.Generator().manual_seed(707)
     examples = []
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(708)  # the modules' initial weights
+    with kept_rng(708):  # the modules' initial weights
         for B, n, d_s, d_h, d_y, score in (
             (2, 5, 6, 8, 4, "general"),
             (3, 7, 6, 8, 4, "additive"),

@@ -14,6 +14,7 @@ from torch import Tensor, nn
 
 from attnlab import attention
 from attnlab.checks.compare import as_tensor, check_close, check_finite, check_shape, hidden, randn
+from attnlab.checks.exercises.seeded import kept_rng, library_module
 from attnlab.checks.harness import call_student, run_check
 from attnlab.checks.results import CheckResult
 from attnlab.guard import parts
@@ -41,8 +42,7 @@ def _ref_encoder_block(
 ) -> Tensor:
     """transformer.EncoderLayer with the given sub-layers (pre-LN):
     x <- x + SelfAttn(LN_1(x)), then x <- x + W_2 ReLU(W_1 LN_2(x))."""
-    with torch.random.fork_rng(devices=[]):
-        layer = transformer.EncoderLayer(W_1.in_features, 1, W_1.out_features)
+    layer = library_module(lambda: transformer.EncoderLayer(W_1.in_features, 1, W_1.out_features))
     layer.ln1, layer.ln2 = ln_1, ln_2
     layer.ffn[0], layer.ffn[2] = W_1, W_2  # FFN(z) = W_2 ReLU(W_1 z)
 
@@ -57,8 +57,7 @@ def _block_examples():
     """(x, self_attn, ln_1, ln_2, W_1, W_2, details), LayerNorms with trained-looking weights."""
     g = torch.Generator().manual_seed(712)
     examples = []
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(713)  # the sub-layers' weights
+    with kept_rng(713):  # the sub-layers' weights
         for (B, n, d, h, d_ff), lengths, details in (
             ((2, 5, 8, 2, 16), [5, 3], "d_model 8, 2 heads, d_ff 16, a (2, 1, 5) padding mask"),
             ((1, 4, 12, 3, 24), None, "d_model 12, 3 heads, d_ff 24, no mask"),

@@ -25,6 +25,7 @@ from attnlab.checks.compare import (
     randn,
     shape_str,
 )
+from attnlab.checks.exercises.seeded import kept_rng, library_module
 from attnlab.checks.harness import call_student, run_check
 from attnlab.checks.results import CheckResult, Failure
 from attnlab.guard import parts
@@ -34,10 +35,11 @@ __all__ = ["REFERENCES", "BODIES", "check_multi_head_attention"]
 
 def _mha_with(W_q: nn.Linear, W_k: nn.Linear, W_v: nn.Linear, W_o: nn.Linear, num_heads: int):
     """attention.MultiHeadAttention holding copies of the four given projections."""
-    with torch.random.fork_rng(devices=[]):
-        mha = attention.MultiHeadAttention(W_q.in_features, num_heads)
-    for mine, given in ((mha.W_q, W_q), (mha.W_k, W_k), (mha.W_v, W_v), (mha.W_o, W_o)):
-        mine.load_state_dict(given.state_dict())
+    given = {"W_q": W_q, "W_k": W_k, "W_v": W_v, "W_o": W_o}
+    weights = {
+        f"{name}.{p}": w for name, linear in given.items() for p, w in linear.named_parameters()
+    }
+    mha = library_module(lambda: attention.MultiHeadAttention(W_q.in_features, num_heads), weights)
     return mha.eval()
 
 
@@ -66,8 +68,7 @@ def _mha_examples():
     """(query, key, value, W_q, W_k, W_v, W_o, h, mask, details): self and cross attention."""
     g = torch.Generator().manual_seed(710)
     examples = []
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(711)  # the projections' weights
+    with kept_rng(711):  # the projections' weights
         for (B, m, n, d, h), mask, details in (
             (
                 (2, 4, 4, 8, 2),

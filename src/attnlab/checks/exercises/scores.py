@@ -22,6 +22,7 @@ from attnlab.checks.compare import (
     randn,
     shape_str,
 )
+from attnlab.checks.exercises.seeded import library_module
 from attnlab.checks.harness import call_student, run_check
 from attnlab.checks.results import CheckResult
 from attnlab.guard.library import as_imported
@@ -31,22 +32,17 @@ __all__ = ["REFERENCES", "BODIES", "check_dot_score", "check_general_score", "ch
 
 def _ref_general_score(s: Tensor, h: Tensor, W_a: Tensor) -> Tensor:
     """s^T W_a h through attention.GeneralScore with the given W_a (d_s, d_h)."""
-    with torch.random.fork_rng(devices=[]):  # the module's init must not move the seed
-        score = attention.GeneralScore(W_a.shape[0], W_a.shape[1])
-    with torch.no_grad():
-        score.W_a.copy_(W_a)
+    score = library_module(lambda: attention.GeneralScore(*W_a.shape), {"W_a": W_a})
     return score(s, h)  # (B, m, n)
 
 
 def _ref_additive_score(s: Tensor, h: Tensor, W: Tensor, U: Tensor, v: Tensor) -> Tensor:
     """v^T tanh(W s + U h) through attention.AdditiveScore, W (d_a, d_s), U (d_a, d_h), v (d_a,)."""
     d_a, d_s = W.shape
-    with torch.random.fork_rng(devices=[]):
-        score = attention.AdditiveScore(d_s, U.shape[1], d_a)
-    with torch.no_grad():
-        score.W.weight.copy_(W)
-        score.U.weight.copy_(U)
-        score.v.weight.copy_(v.reshape(1, d_a))
+    score = library_module(
+        lambda: attention.AdditiveScore(d_s, U.shape[1], d_a),
+        {"W.weight": W, "U.weight": U, "v.weight": v.reshape(1, d_a)},
+    )
     return score(s, h)  # (B, m, n)
 
 

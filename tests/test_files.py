@@ -6,14 +6,14 @@ import os
 
 import pytest
 
-from attnlab import files as io
+from attnlab import files
 
 
 def test_write_atomic_writes_text_and_bytes(tmp_path):
     path = tmp_path / "card.json"
-    io.write_atomic(path, "héllo\n")
+    files.write_atomic(path, "héllo\n")
     assert path.read_bytes() == "héllo\n".encode()
-    io.write_atomic(str(path), b"\x00\x01")  # a str path, bytes
+    files.write_atomic(str(path), b"\x00\x01")  # a str path, bytes
     assert path.read_bytes() == b"\x00\x01"
     assert os.listdir(tmp_path) == ["card.json"]  # no temporary file left behind
 
@@ -25,9 +25,9 @@ def test_a_failed_write_leaves_the_old_file_and_no_temporary(tmp_path, monkeypat
     def broken_replace(src, dst):
         raise KeyboardInterrupt  # Ctrl+C at the worst moment
 
-    monkeypatch.setattr(io.os, "replace", broken_replace)
+    monkeypatch.setattr(files.os, "replace", broken_replace)
     with pytest.raises(KeyboardInterrupt):
-        io.write_atomic(path, "new")
+        files.write_atomic(path, "new")
     assert path.read_text() == "old"
     assert os.listdir(tmp_path) == ["results.json"]
 
@@ -42,6 +42,6 @@ def test_the_new_file_appears_by_one_rename(tmp_path, monkeypatch):
         seen.append((open(src).read(), open(dst).read()))  # full new file, old file untouched
         real(src, dst)
 
-    monkeypatch.setattr(io.os, "replace", spy)
-    io.write_atomic(path, "new")
+    monkeypatch.setattr(files.os, "replace", spy)
+    files.write_atomic(path, "new")
     assert seen == [("new", "old")] and path.read_text() == "new"
