@@ -828,7 +828,7 @@ def test_one_table_from_score_names_to_scores(monkeypatch):
     for name, formula in formulas.items():
         score = make_score(name, 4, 4, 3)
         assert isinstance(score, torch.nn.Module)
-        close(score(s, h), formula(score, s, h))  # (B, m, n) = (2, 3, 5)
+        torch.testing.assert_close(score(s, h), formula(score, s, h))  # (B, m, n) = (2, 3, 5)
     assert make_score("additive", 4, 4, 3).v.weight.shape == (1, 3)  # d_attn as given
     q = torch.tensor([[1.0, 0.0, 0.0, 0.0], [0.0, 2.0, 0.0, 0.0]])  # (m=n=2, d=4)
     # q q^T = [[1, 0], [0, 4]]; scaled by sqrt(4) = 2: [[1/2, 0], [0, 2]]

@@ -408,13 +408,8 @@ def test_the_training_code_imports_no_picture_and_no_command_line():
     )
 
 
-def test_python_m_attnlab_train_refuses_bad_arguments_without_a_traceback():
-    run = subprocess.run(
-        [sys.executable, "-m", "attnlab", "train", "--model", "rnnsearch", "--max-steps", "-5"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+def test_python_m_attnlab_train_refuses_bad_arguments_without_a_traceback(attnlab_cli):
+    run = attnlab_cli("train", "--model", "rnnsearch", "--max-steps", "-5")
     assert run.returncode == 2 and "Traceback" not in run.stderr
     assert "python -m attnlab train" in run.stderr and "--max-steps" in one_line(run.stderr)
 
