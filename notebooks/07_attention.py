@@ -172,7 +172,8 @@ print(f"alpha = {alpha.squeeze().numpy().round(2)}: soft {soft.item():.1f}, hard
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### The library's attention: $\alpha_t$ and $c_t$
 #
-# The function every model of this lecture calls, as it is in `attnlab`:
+# The function RNNSearch calls at every step, as it is in `attnlab` (the Transformer's
+# `scaled_dot_product_attention` below is the same with the scaled dot score):
 
 # %%
 lecture.show_source(A.attention)

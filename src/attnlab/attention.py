@@ -16,8 +16,9 @@ Conventions
   row ``t`` holds :math:`\alpha_{t,1..n}`, the weights query ``t`` gives to the ``n`` keys.
 * A mask is a **boolean** tensor broadcastable to ``(..., m, n)`` that is ``True`` where
   attention is allowed and ``False`` where it is forbidden (the convention of
-  :func:`torch.nn.functional.scaled_dot_product_attention`).  :func:`masked_softmax` is the
-  one place a mask is applied: every attention of every model goes through it.
+  :func:`torch.nn.functional.scaled_dot_product_attention`).  :func:`mask_scores` is the
+  one way a key is hidden: :func:`masked_softmax` applies it (every attention of the
+  Transformer), and RNNSearch's score applies it to the padding before Bahdanau's step.
 
 These functions do not validate their inputs: the validators (shapes, dtypes, boolean masks,
 the scores a function from outside returns) live in :mod:`attnlab.guard.inputs`, e.g.

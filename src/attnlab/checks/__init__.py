@@ -31,8 +31,9 @@ The exercises (names as given to :func:`exercise`; shapes with batch size B):
 ``general_score(s, h, W_a)``       s (B, m, d_s), h (B, n, d_h), W_a (d_s, d_h) -> (B, m, n)
 ``additive_score(s, h, W, U, v)``  W (d_a, d_s), U (d_a, d_h), v (d_a,) -> (B, m, n)
 ``masked_softmax(scores, mask)``   scores (B, m, n), bool mask broadcastable, or None
-``decode_step(s_prev, h, y_prev,   s_prev (B, d_s), h (B, n, d_h), y_prev (B, d_y), mask
-score, cell, mask=None)``          (B, 1, n) or None -> (s_t (B, d_s), c_t (B, d_h), alpha (B, n))
+``decode_step(s_prev, h, y_prev,   s_prev (B, d_s), h (B, n, d_h), y_prev (B, d_y), score a
+score, cell)``                     score function, cell a GRUCell -> (s_t (B, d_s), c_t (B, d_h),
+                                   alpha (B, n))
 ``scaled_dot_product_attention(    Q (B, m, d_k), K (B, n, d_k), V (B, n, d_v), mask or None
 Q, K, V, mask)``                   -> (output (B, m, d_v), weights (B, m, n))
 ``multi_head_attention(query, key, query (B, m, d), key, value (B, n, d), W_* nn.Linear(d, d),

@@ -20,6 +20,7 @@ from attnlab.checks.results import CheckResult, Failure
 from attnlab.decode import decode_batch
 from attnlab.experiments.path_lengths import longest_path
 from attnlab.guard.library import library_in_place
+from attnlab.text.vocab import PAD
 
 __all__ = [
     "PAD_DATE",
@@ -85,7 +86,7 @@ def padded_alpha() -> tuple[list[str], Tensor]:
         decoded = decode_batch(model, [model.prepare(PAD_DATE)], length=PAD_TO)
     alpha = decoded.alpha[0, 0, 0]  # (T + 1, PAD_TO): every output step and its <eos>
     n = int(decoded.src_len[0])  # the date's characters and its <eos>
-    tokens = [*model.source_tokens(PAD_DATE), *["<pad>"] * (PAD_TO - n)]
+    tokens = [*model.source_tokens(PAD_DATE), *[PAD] * (PAD_TO - n)]
     return tokens, alpha
 
 

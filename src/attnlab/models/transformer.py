@@ -207,7 +207,7 @@ class Transformer(Seq2SeqModel):
             decode(self, text)
         finally:
             hook.remove()
-        z = inputs[0]  # the encoder runs once per decoding
+        z = inputs[0]  # the first encoder pass of this decoding (the read-back's is the same)
         Q = attn.split_heads(attn.W_q(z))[0, head]  # Q = z W^Q_head: (n, d_k)
         K = attn.split_heads(attn.W_k(z))[0, head]  # K = z W^K_head: (n, d_k)
         return Q.detach().numpy().copy(), K.detach().numpy().copy()
