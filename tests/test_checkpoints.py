@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import pickle
@@ -412,3 +413,74 @@ def test_huge_weights_are_refused_before_being_read_whole(copy_dir):
         with pytest.raises(CheckpointError, match=re.escape(path.name) + ".*larger than"):
             checkpoints.load("rnnenc-dates", directory=copy_dir)
     assert read == [checkpoints.MAX_WEIGHTS_BYTES + 1]  # never the whole file
+
+
+# --------------------------------------------------------------------------- crafted headers
+def crafted_checkpoint(folder, hidden: int, data_bytes: int = 25_000) -> None:
+    """An rnnenc-dates card for a model of ``hidden`` units, signed, and a weights file of
+    ``data_bytes`` whose header claims that model's tensors (shapes right, bytes missing)."""
+    from attnlab.models.registry import build_model
+    from attnlab.text.vocab import Vocab
+
+    card = json.loads((CHECKPOINT_DIR / "rnnenc-dates.json").read_text())
+    sizes = dict.fromkeys(("emb", "enc_hidden", "dec_hidden", "attn_hidden"), hidden)
+    card["config"] = {**card["config"], **sizes}
+    with torch.device("meta"):
+        meta = build_model(
+            card["kind"], Vocab(card["src_vocab"]), Vocab(card["tgt_vocab"]), card["config"]
+        )
+    header, offset = {}, 0
+    for key, tensor in meta.state_dict().items():
+        end = offset + tensor.numel() * 4
+        header[key] = {"dtype": "F32", "shape": list(tensor.shape), "data_offsets": [offset, end]}
+        offset = end
+    raw = json.dumps(header).encode()
+    data = len(raw).to_bytes(8, "little") + raw + b"\0" * data_bytes
+    digest = hashlib.sha256(data).hexdigest()
+    card["weights_file"] = f"rnnenc-dates.{digest[:16]}.safetensors"
+    card["weights_sha256"] = digest
+    (folder / card["weights_file"]).write_bytes(data)
+    write_card(folder, {k: v for k, v in card.items() if k != "checksum"})
+
+
+def test_a_header_claiming_more_bytes_than_the_file_holds_is_refused_before_building(tmp_path):
+    crafted_checkpoint(tmp_path, hidden=512)  # a 17 MB model in a 25 kB file
+    with only_meta_models(), pytest.raises(CheckpointError, match="outside the file") as info:
+        checkpoints.load("rnnenc-dates", directory=tmp_path)
+    assert "\n" not in str(info.value) and "rnnenc-dates" in str(info.value)
+
+
+def test_a_crafted_large_model_is_refused_in_bounded_memory_and_time(tmp_path):
+    """A 25 kB file whose header and card claim a 1 GB model: refused in well under a second
+    and without the model's memory (measured in a fresh process: its peak resident size)."""
+    crafted_checkpoint(tmp_path, hidden=4096)
+    code = f"""
+import resource, time
+from attnlab.training import checkpoints
+checkpoints.load("rnnenc-dates")  # imports paid (and the shipped loader warmed) first
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+start = time.perf_counter()
+try:
+    checkpoints.load("rnnenc-dates", directory={str(tmp_path)!r})
+except checkpoints.CheckpointError as err:
+    print("refused:", err)
+seconds = time.perf_counter() - start
+grown_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
+print(f"{{seconds:.2f}} {{grown_mb:.0f}}")
+"""
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
+    refused, measured = out.stdout.strip().splitlines()
+    assert refused.startswith("refused:") and "rnnenc-dates" in refused
+    seconds, grown_mb = map(float, measured.split())
+    assert seconds < 2.0, seconds
+    assert grown_mb < 200, f"the refusal took {grown_mb:.0f} MB"
+
+
+def test_a_card_for_a_model_over_the_memory_cap_is_refused(tmp_path):
+    """Even a file that held every byte: a model over MAX_MODEL_BYTES is never built."""
+    crafted_checkpoint(tmp_path, hidden=2048, data_bytes=0)  # 270 MB claimed
+    with only_meta_models(), pytest.raises(CheckpointError) as info:
+        checkpoints.load("rnnenc-dates", directory=tmp_path)
+    assert "\n" not in str(info.value)

@@ -9,7 +9,10 @@ exercises notebook is wired to the checks.
 from __future__ import annotations
 
 import math
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -17,7 +20,7 @@ import pytest
 import torch
 
 from attnlab import checks
-from attnlab.checks import CATEGORIES, ENV_VAR, EXERCISES, CheckResult, inside_models
+from attnlab.checks import CATEGORIES, ENV_VAR, EXERCISES, CheckResult, harness, inside_models
 from attnlab.checks.inside_models import reference_model
 
 NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "07_attention_exercises.ipynb"
@@ -26,8 +29,8 @@ NEG_INF = float("-inf")
 
 @pytest.fixture(autouse=True)
 def student_mode(monkeypatch):
-    """Every test starts in the student's mode (no ATTNLAB_SOLUTIONS)."""
-    monkeypatch.delenv(ENV_VAR, raising=False)
+    """Every test starts in the student's mode (the switch off)."""
+    monkeypatch.setattr(harness, "SOLUTIONS", False)
 
 
 def run_check(name: str, fn) -> CheckResult:
@@ -511,7 +514,7 @@ def test_student_mode_never_raises():
 
 
 def test_solutions_mode_raises_on_a_wrong_function(monkeypatch):
-    monkeypatch.setenv(ENV_VAR, "1")
+    monkeypatch.setattr(harness, "SOLUTIONS", True)
     for name, fn, category, _ in WRONG:
         with pytest.raises(AssertionError, match=CATEGORIES[category]):
             run_check(name, fn)
@@ -519,14 +522,22 @@ def test_solutions_mode_raises_on_a_wrong_function(monkeypatch):
 
 @pytest.mark.parametrize("name", EXERCISES)
 def test_solutions_mode_passes_and_returns_the_result(monkeypatch, name):
-    monkeypatch.setenv(ENV_VAR, "1")
+    monkeypatch.setattr(harness, "SOLUTIONS", True)
     assert run_check(name, CORRECT[name]).ok
 
 
 @pytest.mark.parametrize("value, on", [("1", True), ("true", True), ("0", False), ("", False)])
-def test_solutions_mode_reads_the_environment(monkeypatch, value, on):
-    monkeypatch.setenv(ENV_VAR, value)
-    assert checks.solutions_mode() is on
+def test_solutions_mode_reads_the_environment_the_checks_were_imported_in(value, on):
+    code = (
+        "import os; from attnlab import checks; on = checks.solutions_mode(); "
+        f"os.environ[{ENV_VAR!r}] = '1'; import attnlab.checks.harness as h; "
+        "print(on, checks.solutions_mode(), h.solutions_mode())"
+    )
+    env = {**os.environ, ENV_VAR: value}
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.stdout.split() == [str(on)] * 3, done.stderr[-2000:]
 
 
 @pytest.mark.parametrize("name", EXERCISES)
@@ -535,7 +546,7 @@ def test_exercise_decorator_swaps_in_the_reference_only_in_solutions_mode(monkey
         raise NotImplementedError
 
     assert checks.exercise(name)(mine) is mine
-    monkeypatch.setenv(ENV_VAR, "1")
+    monkeypatch.setattr(harness, "SOLUTIONS", True)
     assert checks.exercise(name)(mine) is checks.reference(name)
 
 
@@ -665,7 +676,7 @@ def test_every_question_has_a_debrief_after_it():
 @pytest.mark.parametrize("solutions", [False, True])
 def test_notebook_cells_run_in_both_modes(monkeypatch, solutions):
     if solutions:
-        monkeypatch.setenv(ENV_VAR, "1")
+        monkeypatch.setattr(harness, "SOLUTIONS", True)
     namespace: dict = {"__name__": "__notebook__"}
     for cell in notebook_cells():
         # The experiment trains two models (15 s): `make notebooks` runs it in both modes.
@@ -833,7 +844,7 @@ def test_in_model_stops_at_a_function_that_cannot_run():
 
 
 def test_in_model_raises_in_solutions_mode(monkeypatch):
-    monkeypatch.setenv(ENV_VAR, "1")
+    monkeypatch.setattr(harness, "SOLUTIONS", True)
     with pytest.raises(AssertionError, match="translations change"):
         checks.in_model("scaled_dot_product_attention", sdpa_unscaled)
     assert checks.in_model("scaled_dot_product_attention", sdpa_ok).ok
@@ -908,7 +919,7 @@ def test_the_padding_question_is_answered_by_the_models_alpha_in_a_padded_batch(
     )
     assert (alpha[:, real:] == 0).all() and (alpha[:, :real] > 0).all()  # padding: exactly 0
     right = checks.PAD_TO - real
-    assert checks.right_answer("padding_zeros") == right == 17
+    assert checks.QUESTIONS["padding_zeros"].right() == right == 17
     assert checks.check_answer("padding_zeros", right).ok
     for wrong, words in ((real, "real tokens"), (right + 1, "<eos>"), (0, "padding mask")):
         result = checks.check_answer("padding_zeros", wrong)
@@ -927,7 +938,7 @@ def test_the_experiment_question_follows_the_students_measurement():
 
 
 def test_questions_in_solutions_mode_check_the_computed_answer(monkeypatch):
-    monkeypatch.setenv(ENV_VAR, "1")
+    monkeypatch.setattr(harness, "SOLUTIONS", True)
     for name in ("variance_qk", "dilated_path", "padding_zeros"):
         assert checks.check_answer(name, ...).ok
     fast, slow = {"accuracy": [0.0, 0.5, 0.9]}, {"accuracy": [0.0, 0.1, 0.8]}

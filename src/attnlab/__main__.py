@@ -7,8 +7,9 @@
     python -m attnlab language                                # the real-language analysis
     python -m attnlab figures --out pics                      # every picture in pics/
     python -m attnlab deck                                    # the deck's slow measurements
-    python -m attnlab corpus --card docs/data-card.md         # the corpus and its data card
-    python -m attnlab course NOTEBOOK COURSE_DIR              # nbgrader's instructor version
+    python -m attnlab corpus --card docs/data-card.md --force # the corpus and its data card
+    python -m attnlab course source NOTEBOOK COURSE_DIR       # nbgrader's instructor version
+    python -m attnlab course autograde COURSE_DIR             # grade in the sandbox
 
 ``python -m attnlab --help`` lists the commands, ``python -m attnlab COMMAND --help`` the
 options of one.  This module only reads the arguments, refuses bad ones (argparse's message
@@ -171,7 +172,9 @@ def _train(p: argparse.ArgumentParser, args) -> int:
     try:
         out = _train_folder(args)
         files.check_writable(out, list(recipes))
-    except files.FolderError as err:
+        for name in recipes:  # a NAME.json of the user's is never replaced by a checkpoint
+            checkpoints.check_replaceable(out, name)
+    except (files.FolderError, checkpoints.CheckpointError) as err:
         _refuse(p, str(err))
     print(f"writing checkpoints to {out}", flush=True)
     try:
@@ -298,9 +301,15 @@ def _corpus_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--card", type=path_arg, help="write the data card there (the repository's: docs/...)"
     )
+    p.add_argument("--force", action="store_true", help="replace the --card file if it exists")
 
 
 def _corpus(p: argparse.ArgumentParser, args) -> int:
+    if args.card is not None:  # before the build: a path it cannot write is known at once
+        try:
+            files.check_file_target(args.card, replace=args.force)
+        except files.FolderError as err:
+            _refuse(p, f"--card: {err}")
     folder = args.catalogs or catalogs.catalog_dir()
     start = time.perf_counter()
     try:
@@ -313,27 +322,54 @@ def _corpus(p: argparse.ArgumentParser, args) -> int:
         print(f"EN->{lang.upper()}: {sum(n.values())} pairs {n} from {b.raw} catalog entries")
     print(f"built in {seconds:.2f} s")
     if args.card is not None:
-        files.write_atomic(args.card, data_card(built, seconds, folder))
+        try:
+            files.write_atomic(args.card, data_card(built, seconds, folder))
+        except OSError as err:  # the folder changed while the corpus was built
+            return _fail(p, f"cannot write {args.card}: {err.strerror or err}")
         print(f"data card -> {args.card}")
     return 0
 
 
 # --------------------------------------------------------------------------- course
 def _course_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("notebook", type=path_arg, help="the student version of the exercises")
-    p.add_argument("course_dir", type=path_arg, help="the nbgrader course folder")
+    p.add_argument(
+        "action",
+        help="`source NOTEBOOK COURSE_DIR`: write the instructor version; "
+        "`autograde COURSE_DIR`: grade the submissions in the sandbox "
+        "(`NOTEBOOK COURSE_DIR` alone means `source`)",
+    )
+    p.add_argument("paths", nargs="*", type=path_arg, help="the notebook and/or the course folder")
     p.add_argument(
         "--assignment", default=course.ASSIGNMENT, help=f"(default: {course.ASSIGNMENT})"
     )
     p.add_argument(
         "--force", action="store_true", help="replace an existing source notebook (kept as .bak)"
     )
+    p.add_argument(
+        "--student", action="append", help="autograde only this student (may be repeated)"
+    )
 
 
 def _course(p: argparse.ArgumentParser, args) -> int:
+    action, paths = args.action, list(args.paths)
+    if action not in ("source", "autograde"):  # `course NOTEBOOK COURSE_DIR`
+        action, paths = "source", [path_arg(action), *paths]
+    wanted = 2 if action == "source" else 1
+    if len(paths) != wanted:
+        usage = "NOTEBOOK COURSE_DIR" if action == "source" else "COURSE_DIR"
+        _refuse(p, f"`course {action}` takes {usage}; got {len(paths)} path(s)")
+    if action == "source":
+        try:
+            print(course.write_source(*paths, args.assignment, args.force))
+        except course.CourseError as err:
+            return _fail(p, str(err))
+        return 0
+    # Only when autograding: the other commands never load nbgrader (the test extra).
+    from attnlab.checks import autograde
+
     try:
-        print(course.write_source(args.notebook, args.course_dir, args.assignment, args.force))
-    except course.CourseError as err:
+        autograde.autograde(paths[0], args.assignment, args.student)
+    except autograde.AutogradeError as err:
         return _fail(p, str(err))
     return 0
 
@@ -385,13 +421,14 @@ COMMANDS = {
         _corpus_arguments,
         _corpus,
         "  corpus                             # print the counts\n"
-        "  corpus --card docs/data-card.md    # and write the data card (make train)",
+        "  corpus --card docs/data-card.md --force   # and write the data card (make train)",
     ),
     "course": Command(
-        "write nbgrader's instructor version of the exercises into a course folder",
+        "nbgrader: write the exercises' instructor version; autograde in the sandbox",
         _course_arguments,
         _course,
-        "  course notebooks/07_attention_exercises.ipynb ~/attention-course",
+        "  course source notebooks/07_attention_exercises.ipynb ~/attention-course\n"
+        "  course autograde ~/attention-course",
     ),
 }
 

@@ -54,6 +54,7 @@ __all__ = [
     "scaled_dot_product_attention",
     "causal_mask",
     "padding_mask",
+    "KVCache",
     "MultiHeadAttention",
     "positional_encoding",
 ]
@@ -241,6 +242,26 @@ def scaled_dot_product_attention(
     return alpha @ value, alpha  # (..., m, d_v), (..., m, n)
 
 
+class KVCache:
+    r"""The keys and values one attention has already projected, every head: K W_i^K, V W_i^V.
+
+    Incremental decoding keeps one per attention of each decoder layer.  Self-attention:
+    K_1..K_t and V_1..V_t of the positions read so far; each step appends its own K_t, V_t
+    (:meth:`append`) and never recomputes the earlier ones (they do not depend on later
+    positions: the causal mask).  Cross-attention: K, V of the encoder memory, made once per
+    source.  Both tensors have the batch first, so beam search can reorder them with the rest
+    of a decoder state.
+    """
+
+    def __init__(self, K: Tensor, V: Tensor):
+        self.K = K  # (..., h, t, d_k): K_1..K_t
+        self.V = V  # (..., h, t, d_k): V_1..V_t
+
+    def append(self, K: Tensor, V: Tensor) -> KVCache:
+        """This step's K_t, V_t (..., h, 1, d_k) after the cached ones: K_1..K_t, V_1..V_t."""
+        return KVCache(torch.cat([self.K, K], dim=-2), torch.cat([self.V, V], dim=-2))
+
+
 class MultiHeadAttention(nn.Module):
     r"""MultiHead(Q, K, V) = Concat(head_1..head_h) W^O, head_i = Attention(Q W_i^Q, K W_i^K, V W_i^V).
 
@@ -250,6 +271,10 @@ class MultiHeadAttention(nn.Module):
     the weights of every head of the last call stay on the module: ``alpha`` (..., h, m, n).
     ``mask`` is boolean, True where allowed, broadcastable to (..., m, n) and shared by all
     heads: an (m, n) causal mask, or a (B, 1, n) / (B, m, n) padding mask.
+
+    Decoding one position at a time splits ``forward`` in two: :meth:`keys_values` projects
+    keys and values into a :class:`KVCache`, :meth:`attend` lets the queries attend to a
+    cache; ``attend(q, keys_values(k, v), mask)`` is ``forward(q, k, v, mask)``.
     """
 
     def __init__(self, d_model: int, num_heads: int):
@@ -271,6 +296,8 @@ class MultiHeadAttention(nn.Module):
         """(..., T, d_model) -> (..., h, T, d_k): head i gets columns i d_k .. (i + 1) d_k."""
         return x.unflatten(-1, (self.num_heads, self.d_k)).transpose(-3, -2)
 
+    # Written out rather than as attend(query, keys_values(key, value), mask): the lecture
+    # shows this method as the four steps of multi-head attention in one place.
     def forward(
         self, query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None = None
     ) -> Tensor:
@@ -280,6 +307,22 @@ class MultiHeadAttention(nn.Module):
         key = self.split_heads(self.W_k(key))  # K W_i^K: (..., h, n, d_k)
         value = self.split_heads(self.W_v(value))  # V W_i^V: (..., h, n, d_k)
         heads, alpha = scaled_dot_product_attention(query, key, value, mask)  # (..., h, m, d_k)
+        self.alpha = alpha.detach()  # kept to be read (heatmaps), not to carry gradients
+        concat = heads.transpose(-3, -2).flatten(-2)  # Concat(head_1..head_h): (..., m, d_model)
+        return self.W_o(concat)  # (..., m, d_model)
+
+    def keys_values(self, key: Tensor, value: Tensor) -> KVCache:
+        """K W_i^K and V W_i^V for every head: key, value (..., n, d_model) -> (..., h, n, d_k)."""
+        return KVCache(self.split_heads(self.W_k(key)), self.split_heads(self.W_v(value)))
+
+    def attend(self, query: Tensor, cache: KVCache, mask: Tensor | None = None) -> Tensor:
+        """``forward`` over keys and values already projected: query (..., m, d_model) attends
+        to every cached K, V (..., h, n, d_k); mask as for ``forward``; -> (..., m, d_model)."""
+        if mask is not None and mask.dim() >= 3:
+            mask = mask.unsqueeze(-3)  # the same mask for every head: (..., 1, m, n)
+        query = self.split_heads(self.W_q(query))  # Q W_i^Q for every head: (..., h, m, d_k)
+        # every head over the cached K W_i^K, V W_i^V: (..., h, m, d_k)
+        heads, alpha = scaled_dot_product_attention(query, cache.K, cache.V, mask)
         self.alpha = alpha.detach()  # kept to be read (heatmaps), not to carry gradients
         concat = heads.transpose(-3, -2).flatten(-2)  # Concat(head_1..head_h): (..., m, d_model)
         return self.W_o(concat)  # (..., m, d_model)

@@ -41,7 +41,7 @@ import torch
 from torch import Tensor
 
 from attnlab.text.padding import padded, teacher_forced_input
-from attnlab.text.vocab import EOS, SPECIALS, UNK, Vocab, detokenize
+from attnlab.text.vocab import EOS, SPECIALS, UNK, InvalidInput, Vocab, detokenize
 
 
 class Seq2Seq(Protocol):
@@ -71,12 +71,15 @@ class Seq2Seq(Protocol):
 
 __all__ = [
     "MAX_BEAM",
+    "MAX_TYPED_CHARS",
+    "MAX_TYPED_WORD_CHARS",
     "BatchDecoding",
     "Decoding",
     "Step",
     "allowed_tokens",
     "beam_search",
     "check_beam",
+    "check_text",
     "copy_unknown",
     "decode",
     "decode_batch",
@@ -194,6 +197,32 @@ def source_batch(
     return src, source_lengths(src, vocab.pad)
 
 
+#: Typed text: at most MAX_TYPED_CHARS characters in all and, for a model that reads words,
+#: MAX_TYPED_WORD_CHARS in one word (no model reads more, and a longer label stretches a picture
+#: past drawing it; a character model reads a long run of digits one token at a time).
+MAX_TYPED_CHARS = 200
+MAX_TYPED_WORD_CHARS = 40
+
+
+def check_text(text: object, words: bool = True) -> None:
+    """InvalidInput, one line of our own, for typed text that no model should be handed:
+    longer than MAX_TYPED_CHARS characters, a lone surrogate (half of a character, which no
+    font draws and no file holds), or, where ``words`` (a model that reads words), a word
+    longer than MAX_TYPED_WORD_CHARS.  Anything else, and anything that is not text, is the
+    model's to check (``model.prepare``)."""
+    if not isinstance(text, str):
+        return
+    if len(text) > MAX_TYPED_CHARS:
+        raise InvalidInput(f"Too long: {len(text)} characters; type at most {MAX_TYPED_CHARS}.")
+    if any("\ud800" <= c <= "\udfff" for c in text):
+        raise InvalidInput("The text holds a broken character (a lone surrogate): retype it.")
+    longest = max(text.split(), key=len, default="")
+    if words and len(longest) > MAX_TYPED_WORD_CHARS:
+        raise InvalidInput(
+            f"A word of {len(longest)} characters is too long; a word has at most {MAX_TYPED_WORD_CHARS}."
+        )
+
+
 def check_beam(beam: object) -> None:
     """ValueError unless ``beam`` is None (greedy) or an int in 1..MAX_BEAM."""
     if beam is None:
@@ -210,6 +239,7 @@ def decode(model: Seq2Seq, text: object, beam: int | None = None) -> Decoding:
     a beam width outside 1..MAX_BEAM.
     """
     check_beam(beam)
+    check_text(text, model.src_vocab.level == "word")  # the caps, before the model reads it
     prepared = model.prepare(text)  # the one check of the text
     found = None
     if beam is not None:

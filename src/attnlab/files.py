@@ -17,6 +17,7 @@ __all__ = [
     "CHECKPOINT_DIR",
     "RESULTS_DIR",
     "FolderError",
+    "check_file_target",
     "check_writable",
     "user_checkpoint_dir",
     "write_atomic",
@@ -53,6 +54,40 @@ def check_writable(folder: Path, names: list[str]) -> None:
         card = folder / f"{name}.json"
         if card.exists() and not card.is_file():
             raise FolderError(f"{card} is in the way (not a file)")
+
+
+def check_file_target(path: Path, replace: bool = False) -> None:
+    """Prove that :func:`write_atomic` can write the file ``path`` before the work that makes
+    it starts, else :class:`FolderError` (one line): the folder it goes in exists and takes
+    files, ``path`` is not a folder, not a link that goes nowhere or round in a loop, and,
+    unless ``replace``, not a file that is there already (the user's: replaced only when
+    asked)."""
+    try:
+        info = path.lstat()
+    except (FileNotFoundError, NotADirectoryError):  # nothing there: its folder is checked below
+        info = None
+    except OSError as err:
+        raise FolderError(f"cannot write {path}: {err.strerror or err}") from None
+    if info is not None:
+        try:
+            path.stat()
+        except OSError as err:  # a dangling link or a loop of links
+            raise FolderError(
+                f"{path} is a link that cannot be followed: {err.strerror or err}"
+            ) from None
+        if path.is_dir():
+            raise FolderError(f"{path} is a folder: give the path of a file")
+        if not replace:
+            raise FolderError(f"{path} exists: add --force to replace it")
+    parent = path.parent
+    if not parent.is_dir():
+        what = "is not a folder" if parent.exists() else "does not exist"
+        raise FolderError(f"cannot write {path}: its folder {parent} {what}")
+    try:
+        with tempfile.NamedTemporaryFile(dir=parent, prefix=".attnlab-probe-"):
+            pass
+    except OSError as err:
+        raise FolderError(f"cannot write to {parent}: {err.strerror or err}") from None
 
 
 def write_atomic(path: Path | str, data: bytes | str) -> None:

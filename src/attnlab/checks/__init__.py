@@ -18,11 +18,19 @@ as a green ✓ or a red ✗ box.
 
 Solutions mode
 --------------
-With the environment variable ``ATTNLAB_SOLUTIONS=1`` the decorator ``@exercise("dot_score")``
+With the environment variable ``ATTNLAB_SOLUTIONS=1`` set when the checks are imported (it is
+read once, so a cell that sets it later changes nothing) the decorator ``@exercise("dot_score")``
 replaces the student's function by the reference, and a failing check raises
 ``AssertionError``, so running the notebook in CI checks every exercise for real.  Without it
 (the student's mode) the decorator returns the student's function unchanged and a check never
 raises.
+
+Feedback and grade
+------------------
+These checks run in the notebook's own kernel: instant feedback.  The grade never comes from a
+process that ran the student's code: :func:`graded` (the instructor version's hidden tests)
+and ``python -m attnlab course autograde`` run the student's cells in a worker process and
+reach the verdict outside it (:mod:`attnlab.checks.isolated`, :mod:`attnlab.checks.autograde`).
 
 The exercises (names as given to :func:`exercise`; shapes with batch size B):
 
@@ -80,7 +88,7 @@ trained models), :mod:`~attnlab.checks.questions` (predict, then run) and
 Questions
 ---------
 ``check_answer(question, answer, **measured)`` checks a predict-then-run answer of
-:data:`QUESTIONS` against an answer computed (``right_answer``), never stored; the cell that
+:data:`QUESTIONS` against an answer computed, never stored (and not handed out); the cell that
 measures the answer shows it only once ``answered(answer)``.
 """
 
@@ -110,6 +118,7 @@ from attnlab.checks.inside_models import (
     IN_MODEL_SEED,
     in_model,
 )
+from attnlab.checks.isolated import graded
 from attnlab.checks.questions import (
     D_K,
     PAD_DATE,
@@ -118,7 +127,6 @@ from attnlab.checks.questions import (
     answered,
     check_answer,
     padded_alpha,
-    right_answer,
 )
 from attnlab.checks.results import CATEGORIES, CheckResult, Summary
 
@@ -147,12 +155,12 @@ __all__ = [
     "IN_MODEL_SEED",
     "ALPHA_TOL",
     "in_model",
+    "graded",
     "QUESTIONS",
     "PAD_DATE",
     "PAD_TO",
     "D_K",
     "check_answer",
-    "right_answer",
     "answered",
     "padded_alpha",
     "Summary",

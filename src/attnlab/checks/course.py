@@ -66,12 +66,26 @@ def _solution(source: str) -> str:
     return source.replace(stub, region)
 
 
-def _hidden_test(source: str) -> str:
-    """A check cell, plus a hidden test that fails (for the autograder) when the check fails."""
+def _graded_call(call: str, grade_id: str) -> str:
+    """``checks.graded(grade_id, ...)`` for the visible check ``call`` of the cell ``grade_id``:
+    the same arguments, without the exercise's name where the check takes one first."""
+    node = ast.parse(call).body[0].value
+    args = [ast.unparse(a) for a in node.args]
+    if node.func.attr in ("in_model", "check_answer"):
+        args = args[1:]  # the exercise's or question's name: grade_id says it
+    args += [f"{k.arg}={ast.unparse(k.value)}" for k in node.keywords]
+    return f"checks.graded({grade_id!r}, {', '.join(args)})"
+
+
+def _hidden_test(source: str, grade_id: str) -> str:
+    """A check cell, plus a hidden test that fails (for the autograder) when the graded check
+    (:func:`attnlab.checks.isolated.graded`: the student's cell run in a worker of its own)
+    fails."""
     call = source.strip()
     if not call.startswith("checks.") or "\n" in call:
         raise ValueError(f"a test cell should hold one call of a check; got:\n{source}")
-    return f"{call}\n### BEGIN HIDDEN TESTS\nassert {call}.ok\n### END HIDDEN TESTS"
+    graded = _graded_call(call, grade_id)
+    return f"{call}\n### BEGIN HIDDEN TESTS\nassert {graded}.ok\n### END HIDDEN TESTS"
 
 
 def source_notebook(student: nbformat.NotebookNode) -> nbformat.NotebookNode:
@@ -84,7 +98,7 @@ def source_notebook(student: nbformat.NotebookNode) -> nbformat.NotebookNode:
         if meta.get("solution"):
             cell.source = _solution(cell.source)
         elif meta.get("grade"):
-            cell.source = _hidden_test(cell.source)
+            cell.source = _hidden_test(cell.source, meta["grade_id"])
         cell.outputs, cell.execution_count = [], None
     return nb
 
@@ -113,9 +127,12 @@ def _target(course_dir: Path | str, assignment: str, notebook: Path) -> Path:
             f"--assignment must be a plain folder name, not a path; got {assignment!r}: "
             "refusing to write outside COURSE_DIR/source"
         )
-    course = Path(course_dir).expanduser().resolve()
-    path = course / "source" / assignment / notebook.name
-    resolved = path.resolve()  # through every symlink on the way
+    try:
+        course = Path(course_dir).expanduser().resolve()
+        path = course / "source" / assignment / notebook.name
+        resolved = path.resolve()  # through every symlink on the way
+    except (RuntimeError, OSError) as err:  # a loop of symlinks, a name too long
+        raise CourseError(f"cannot follow the path {course_dir}: {err}") from None
     if not _inside(resolved, course):
         raise CourseError(
             f"{course / 'source' / assignment} leads out of the course folder {course} "

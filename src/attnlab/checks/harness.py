@@ -19,19 +19,30 @@ from torch import Tensor, nn
 
 from attnlab.checks.results import LAST, CheckResult, Failure
 from attnlab.guard.budget import OutOfTime
-from attnlab.guard.errors import StudentRaised, describe, where
+from attnlab.guard.errors import StudentRaised, describe, not_plain, where
 from attnlab.guard.library import library_in_place
 from attnlab.guard.sandbox import Session
 
-__all__ = ["ENV_VAR", "solutions_mode", "run_check", "session", "call_student"]
+__all__ = ["ENV_VAR", "SOLUTIONS", "solutions_mode", "run_check", "session", "call_student"]
 
 #: Set this environment variable to 1 to fill in the reference answers (CI does).
 ENV_VAR = "ATTNLAB_SOLUTIONS"
 
 
+def _switch_on(value: str | None) -> bool:
+    return (value or "").strip().lower() in ("1", "true", "yes")
+
+
+#: Read once, when the checks are imported, from the environment the kernel was started with
+#: (CI's test run sets it); a cell that sets ``os.environ`` later changes nothing, and the
+#: grading worker (:mod:`attnlab.checks.worker`) always runs with it off.
+SOLUTIONS = _switch_on(os.environ.get(ENV_VAR))
+
+
 def solutions_mode() -> bool:
-    """True when ``ATTNLAB_SOLUTIONS`` is set to 1 (or true/yes): CI's mode."""
-    return os.environ.get(ENV_VAR, "").strip().lower() in ("1", "true", "yes")
+    """True when ``ATTNLAB_SOLUTIONS`` was 1 (or true/yes) as the checks were imported: CI's
+    mode, in which the references fill in the exercises and a failing check raises."""
+    return SOLUTIONS
 
 
 _SESSIONS: list[Session] = []  # the session of the check now running (innermost last)
@@ -68,7 +79,12 @@ def _result(
         if not callable(fn):
             usage = usage or f"`check_{name}` needs your function, e.g. `check_{name}({name})`"
             raise Failure("wrong_type", f"{usage}; got {type(fn).__name__}.")
-        with library_in_place() as replaced, torch.random.fork_rng(devices=[]), torch.no_grad():
+        with (
+            guard.checking(torch.float32, torch.device("cpu")),  # the models' dtype and device
+            library_in_place() as replaced,
+            torch.random.fork_rng(devices=[]),
+            torch.no_grad(),
+        ):
             category, details = "ok", body(fn)
     except Failure as failure:
         category, details = failure.category, failure.message
@@ -122,7 +138,7 @@ def call_student(fn: Callable, args: tuple, where_: str) -> object:
     """fn(*copies of args) in the check's session; what goes wrong becomes a Failure."""
     guard = session()
     try:
-        return guard.call(fn, *(_clone(a) for a in args))
+        out = guard.call(fn, *(_clone(a) for a in args))
     except StudentRaised as raised:
         error = raised.error
         if isinstance(error, NotImplementedError):
@@ -136,3 +152,7 @@ def call_student(fn: Callable, args: tuple, where_: str) -> object:
         ) from None
     except OutOfTime as error:
         raise Failure("timeout", f"{guard.time_message(error)} ({where_})") from None
+    problem = not_plain(out)  # a tensor subclass: its methods would run unguarded from here
+    if problem is not None:
+        raise Failure("wrong_type", f"{problem[0].upper()}{problem[1:]} ({where_}).")
+    return out

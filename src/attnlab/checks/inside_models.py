@@ -9,7 +9,6 @@ session with the library's functions in place).
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -38,7 +37,13 @@ __all__ = [
     "IN_MODEL_SEED",
     "ALPHA_TOL",
     "PART",
+    "STRUCTURAL",
+    "SwappedRun",
     "in_model",
+    "in_model_body",
+    "run_swapped",
+    "compare_run",
+    "loaded_reference",
     "reference_model",
 ]
 
@@ -62,7 +67,7 @@ IN_MODEL_SEED = 2_000_000  # the cards' held-out seed: dates no model was traine
 ALPHA_TOL = 1e-4  # |alpha yours - alpha library| allowed inside a model (float32 rounding)
 
 # Failures that stop a function from running at all: reported before decoding anything.
-_STRUCTURAL = (
+STRUCTURAL = (
     "not_implemented",
     "wrong_type",
     "wrong_dtype",
@@ -83,7 +88,11 @@ _UNSEEN = {
 
 @dataclass
 class _Reference:
-    """A shipped model, its held-out dates, and the library's decoding of them as one batch."""
+    """A shipped model, its held-out dates, and the library's decoding of them as one batch.
+
+    :func:`reference_model` hands out copies: what a caller (a student's function, say) does
+    to one copy's dates, translations or alpha reaches no later check; ``model`` itself is
+    the one loaded model, which every session guards once a check has shared it."""
 
     model: nn.Module
     sources: list[str]  # the dates as written
@@ -92,26 +101,53 @@ class _Reference:
     valid: Tensor  # (N, T) bool: the steps up to and including each output's <eos>
     outputs: list[str]  # the library's translations
 
+    KEPT = {}  # model name -> the decoding as first computed (never handed out itself)
+
     @property
     def alpha(self) -> Tensor:  # (N, L, h, T, n) the library's cross-attention
         return self.decoded.alpha
 
+    def copy(self) -> _Reference:
+        """The same model, with copies of everything else (tensors cloned, lists copied)."""
 
-@functools.lru_cache(maxsize=8)
+        def copied(value: object) -> object:
+            if isinstance(value, Tensor):
+                return value.clone()
+            if isinstance(value, list):
+                return [copied(v) for v in value]
+            return value
+
+        decoded = object.__new__(type(self.decoded))
+        decoded.__dict__.update({k: copied(v) for k, v in vars(self.decoded).items()})
+        return _Reference(
+            self.model,
+            copied(self.sources),
+            copied(self.targets),
+            decoded,
+            self.valid.clone(),
+            copied(self.outputs),
+        )
+
+
 def reference_model(model_name: str) -> _Reference:
-    """Load ``model_name`` and decode the held-out dates with the library (once per session)."""
-    model = load(model_name).eval()
-    pairs = dates(IN_MODEL_DATES, seed=IN_MODEL_SEED)
-    with library_in_place():  # the library's own, whatever the session holds
-        decoded = decode_batch(model, [model.prepare(text) for text, _ in pairs])
-    return _Reference(
-        model,
-        [text for text, _ in pairs],
-        [iso for _, iso in pairs],
-        decoded,
-        _valid_steps(decoded.outputs),
-        [model.tgt_vocab.decode(o) for o in decoded.outputs],
-    )
+    """Load ``model_name`` and decode the held-out dates with the library (once per session);
+    a copy of that decoding each time (see :class:`_Reference`)."""
+    kept = _Reference.KEPT.get(model_name)
+    if kept is None:
+        model = load(model_name).eval()
+        pairs = dates(IN_MODEL_DATES, seed=IN_MODEL_SEED)
+        with library_in_place():  # the library's own, whatever the session holds
+            decoded = decode_batch(model, [model.prepare(text) for text, _ in pairs])
+        kept = _Reference(
+            model,
+            [text for text, _ in pairs],
+            [iso for _, iso in pairs],
+            decoded,
+            _valid_steps(decoded.outputs),
+            [model.tgt_vocab.decode(o) for o in decoded.outputs],
+        )
+        _Reference.KEPT[model_name] = kept
+    return kept.copy()
 
 
 def _valid_steps(outputs: list[list[int]]) -> Tensor:
@@ -239,14 +275,29 @@ class _InModel:
         return text
 
 
-def _decode_with(exercise: str, fn: Callable, model_name: str) -> _InModel:
-    """Decode the held-out dates with ``fn`` swapped into ``model_name``; compare to the library."""
+def loaded_reference(model_name: str) -> _Reference:
+    """reference_model(model_name), or a Failure saying why it cannot be loaded."""
     try:
-        ref = reference_model(model_name)
+        return reference_model(model_name)
     except Exception as error:  # noqa: BLE001 - a missing or damaged checkpoint
         raise Failure(
             "unavailable", f"`{model_name}` could not be loaded: {describe(error)}."
         ) from None
+
+
+@dataclass
+class SwappedRun:
+    """What a model did with the student's function in place: its own translations (token
+    ids), and its alpha (N, L, h, T, n) read back along the library's translations."""
+
+    outputs: list[list[int]]
+    alpha: Tensor
+
+
+def run_swapped(exercise: str, fn: Callable, model_name: str) -> SwappedRun:
+    """Decode the held-out dates with ``fn`` swapped into ``model_name`` (in the check's
+    session); a Failure says what went wrong."""
+    ref = loaded_reference(model_name)
     model = ref.model
     session().share(model_name, model)  # what the function changes in it is put back
     try:
@@ -270,10 +321,26 @@ def _decode_with(exercise: str, fn: Callable, model_name: str) -> _InModel:
         ) from None
     if student.calls == 0:  # the model did not call it: say so rather than pass
         raise Failure("exception", f"`{model_name}` never called your function: please report.")
+    return SwappedRun([list(o) for o in out], alpha)
+
+
+def compare_run(model_name: str, run: SwappedRun) -> _InModel:
+    """The run of the student's function inside ``model_name`` against the library's."""
+    ref = loaded_reference(model_name)
+    alpha = run.alpha
+    if len(run.outputs) != len(ref.outputs) or tuple(alpha.shape) != tuple(ref.alpha.shape):
+        raise Failure(
+            "exception",
+            f"Inside `{model_name}` the run of your function returned {len(run.outputs)} "
+            f"translations and alpha {tuple(alpha.shape)}; expected {len(ref.outputs)} and "
+            f"{tuple(ref.alpha.shape)}.",
+        )
     valid = ref.valid[:, None, None, :, None].expand_as(ref.alpha)  # (N, L, h, T, n)
     diff = (alpha.float() - ref.alpha).abs()[valid]
     alpha_diff = float(diff.max()) if diff.numel() else 0.0  # NaN if alpha holds NaN
-    return _InModel(model_name, ref, [model.tgt_vocab.decode(o) for o in out], alpha_diff)
+    vocab = ref.model.tgt_vocab
+    outputs = [vocab.decode([i for i in o if 0 <= i < len(vocab)]) for o in run.outputs]
+    return _InModel(model_name, ref, outputs, alpha_diff)
 
 
 def _unit_failure(exercise: str, fn: Callable) -> Failure | None:
@@ -285,11 +352,18 @@ def _unit_failure(exercise: str, fn: Callable) -> Failure | None:
     return None
 
 
-def _in_model_body(exercise: str, model_names: tuple[str, ...], fn: Callable) -> str:
+def in_model_body(
+    exercise: str,
+    model_names: tuple[str, ...],
+    fn: Callable,
+    run: Callable[[str, Callable, str], SwappedRun] = run_swapped,
+) -> str:
+    """The in-model check without its harness: the small hidden examples first, then each
+    model's ``run(exercise, fn, model_name)`` compared with the library's decoding."""
     unit = _unit_failure(exercise, fn)
-    if unit is not None and unit.category in _STRUCTURAL:
+    if unit is not None and unit.category in STRUCTURAL:
         raise Failure(unit.category, f"Before it can run inside a model: {unit.message}")
-    runs = [_decode_with(exercise, fn, name) for name in model_names]
+    runs = [compare_run(name, run(exercise, fn, name)) for name in model_names]
     reports = " ".join(run.report() for run in runs)
     bad = [run for run in runs if not run.ok]
     if bad:
@@ -347,7 +421,7 @@ def in_model(exercise_name: str, fn: Callable, model: str | None = None) -> Chec
     label = f"{exercise_name} in {' and '.join(names)}"
     with torch_threads(1):  # small, latency-bound work: one thread is fastest on shared cores
         return run_check(
-            label, fn, lambda f: _in_model_body(exercise_name, names, f), _usage(exercise_name)
+            label, fn, lambda f: in_model_body(exercise_name, names, f), _usage(exercise_name)
         )
 
 

@@ -1,8 +1,9 @@
 r"""Predict, then run: the questions of the exercises and their computed answers.
 
 ``check_answer(question, answer, **measured)`` checks an answer to a question of
-:data:`QUESTIONS` against the right answer, computed (``right_answer``) from the library, a
-trained model or the student's own measurement, never stored.  ``answered(answer)`` tells the
+:data:`QUESTIONS` against the right answer, computed (each question's ``right``) from the library,
+a trained model or a measurement, never stored, and never handed to a student's code (there is
+no public function that returns it).  ``answered(answer)`` tells the
 measuring cell whether to show what it measured.
 """
 
@@ -28,7 +29,6 @@ __all__ = [
     "D_K",
     "QUESTIONS",
     "check_answer",
-    "right_answer",
     "answered",
     "padded_alpha",
 ]
@@ -173,12 +173,6 @@ def _question(question: str) -> _Question:
     if question not in QUESTIONS:
         raise ValueError(f"unknown question {question!r}; the questions are {', '.join(QUESTIONS)}")
     return QUESTIONS[question]
-
-
-def right_answer(question: str, **measured: object) -> object:
-    """The computed right answer of ``question`` (``measured``: as for :func:`check_answer`);
-    "either" where the measurement cannot tell two answers apart."""
-    return _question(question).right(**measured)
 
 
 def check_answer(question: str, answer: object, **measured: object) -> CheckResult:

@@ -28,6 +28,7 @@ CATEGORIES = {
     "timeout": "took too long",
     "interrupted": "interrupted",
     "side_effect": "changed something outside the function",
+    "not_allowed": "uses what a graded cell may not",
     "not_answered": "not answered yet",
     "wrong_answer": "not right yet",
     "answer_type": "not an answer of the right kind",

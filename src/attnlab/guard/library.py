@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
+import operator
+import sys
 from collections.abc import Iterator
-from types import FunctionType, ModuleType
+from types import FunctionType, MappingProxyType, ModuleType
 
 import torch
 from torch import nn
@@ -30,7 +32,11 @@ __all__ = [
     "LIBRARY",
     "LIBRARY_OWNERS",
     "TORCH_OWNERS",
+    "TORCH_CLASSES",
     "Attributes",
+    "ModuleDicts",
+    "module_dicts",
+    "grading_modules",
     "as_imported",
     "library_in_place",
 ]
@@ -64,8 +70,10 @@ def _library_owners() -> list[object]:
     return modules + classes
 
 
-def _public(attrs: dict) -> dict:
-    return {k: v for k, v in attrs.items() if not (k.startswith("__") and k.endswith("__"))}
+#: Dunders that Python itself adds or fills in as code runs (``cls.__annotations__`` read,
+#: a warning's registry): not a change of the code.  Every other dunder counts
+#: (``torch.Tensor.__matmul__ = mine`` changes every ``@``).
+_VOLATILE = frozenset({"__annotations__", "__warningregistry__", "__doc__"})
 
 
 def _same(now: object, saved: object) -> bool:
@@ -78,20 +86,32 @@ def _same(now: object, saved: object) -> bool:
 
 
 class Attributes:
-    """The attributes of some modules and classes, to compare with and put back."""
+    """The attributes of some modules and classes, to compare with and put back.
+
+    A snapshot is a plain copy of each ``vars(owner)`` and a comparison first asks, at C
+    speed, whether every value is still the same object (a session does both around each
+    call of a student's function, hundreds of times in one check); only an owner where one
+    is not is looked at name by name."""
 
     def __init__(self, owners: list[object], strict: bool):
-        self.saved = [(owner, _public(dict(vars(owner)))) for owner in owners]
+        self.saved = [(owner, dict(vars(owner))) for owner in owners]
         self.strict = strict  # new attributes count too
+
+    def _unchanged(self, now: object, saved: dict) -> bool:
+        if self.strict and now.keys() != saved.keys():
+            return False
+        return all(map(operator.is_, map(now.get, saved), saved.values()))
 
     def differences(self) -> list[tuple[object, str, object]]:
         """(owner, name, saved value) of each attribute that is not the saved one now; the
         saved value is :data:`attnlab.guard.parts.ABSENT` for an attribute added since."""
         found = []
         for owner, saved in self.saved:
-            now = _public(dict(vars(owner)))
+            now = vars(owner)
+            if self._unchanged(now, saved):
+                continue
             names = (now.keys() | saved.keys()) if self.strict else saved.keys()
-            for name in sorted(names):
+            for name in sorted(names - _VOLATILE):
                 value = saved.get(name, parts.ABSENT)
                 if not _same(now.get(name, parts.ABSENT), value):
                     found.append((owner, name, value))
@@ -155,10 +175,57 @@ for _owner, _saved in LIBRARY.saved:
     if isinstance(_owner, ModuleType):
         _saved.update(_as_defined(_owner))
 
+LIBRARY.saved = tuple((owner, MappingProxyType(saved)) for owner, saved in LIBRARY.saved)
+
 LIBRARY_OWNERS = [owner for owner, _ in LIBRARY.saved]
 
 #: torch's own namespaces: a change of an existing attribute counts (new ones are lazy imports).
-TORCH_OWNERS = [torch, torch.nn.functional, torch.Tensor, nn.Module]
+TORCH_OWNERS = [torch, torch.nn.functional, torch.nn.modules.module]
+#: torch's classes the models run on: a new attribute counts too (``torch.Tensor.__matmul__``
+#: is inherited, so setting it adds one).
+TORCH_CLASSES = [torch.Tensor, nn.Module]
+
+
+def grading_modules() -> list[ModuleType]:
+    """The modules of the checks and of the guard now imported: their bindings and the
+    contents of their dicts (a check's references, the library as imported) are the
+    grading's own, which no call may change."""
+    return [
+        module
+        for name, module in list(sys.modules.items())
+        if name.startswith(("attnlab.checks", "attnlab.guard")) and isinstance(module, ModuleType)
+    ]
+
+
+class ModuleDicts:
+    """The contents of the dicts that modules hold (``REFERENCES``, ``IN_MODEL``): compared and
+    put back; their bindings are :class:`Attributes`.  ``dicts``: the (owner, name, dict) to
+    watch, found once (:func:`module_dicts`); each instance is one snapshot of them."""
+
+    def __init__(self, dicts: list[tuple[object, str, dict]]):
+        self.saved = [(owner, name, d, d.copy()) for owner, name, d in dicts]
+
+    def restore(self) -> list[str]:
+        changed = []
+        for owner, name, d, saved in self.saved:
+            if d.keys() == saved.keys() and all(
+                map(operator.is_, map(d.get, saved), saved.values())
+            ):
+                continue
+            d.clear()
+            d.update(saved)
+            changed.append(label(owner, name))
+        return changed
+
+
+def module_dicts(owners: list[object]) -> list[tuple[object, str, dict]]:
+    """The plain dicts the ``owners`` hold, as (owner, name, dict)."""
+    return [
+        (owner, name, value)
+        for owner in owners
+        for name, value in list(vars(owner).items())
+        if type(value) is dict and name != "__builtins__"
+    ]
 
 
 def as_imported(owner: object, name: str) -> object:

@@ -1,37 +1,92 @@
 r"""The state a call of a student's function may not change, saved before it and put back after.
 
-:class:`TorchState`: the default dtype, grad mode, the thread count, deterministic algorithms,
-anomaly detection and the random state.  :class:`SharedModel`: the parameters, buffers,
-sub-modules, code attributes and hooks of a model the student's function runs inside.  Each
-``restore()`` puts back what changed and says what it was, for the message.
+:class:`TorchState`: the default dtype and device, grad and inference mode, the thread count,
+deterministic algorithms, anomaly detection, torch's mode stacks, the global module hooks and
+the random state.  :class:`ProcessState`: the interpreter's and the process's settings a
+function can change in passing (the recursion limit, trace and profile functions, the SIGINT
+handler that the stop button needs, numpy's error settings, the warnings filters,
+``os.environ``).  :class:`SharedModel`: the parameters, buffers, sub-modules, code attributes
+and hooks of a model the student's function runs inside; :func:`register_loaded` adds a model
+to those every session guards (a shipped model loaded once and kept in memory), with the files
+it was loaded from (:class:`LoadedModels`: a deleted file is named).  Each ``restore()`` puts
+back what changed and says what it was, for the message.
 """
 
 from __future__ import annotations
 
+import os
+import signal
+import sys
+import threading
+import warnings
+from pathlib import Path
+
 import torch
+import torch.nn.modules.module as torch_module
 from torch import Tensor, nn
 
-__all__ = ["TorchState", "SharedModel"]
+from attnlab.files import CHECKPOINT_DIR
+
+__all__ = ["TorchState", "ProcessState", "SharedModel", "LoadedModels", "register_loaded"]
 
 _MISSING = object()
 
 
+#: torch's global module hooks (``register_module_forward_hook`` and its kin): dicts of
+#: torch.nn.modules.module that every module's call reads.
+_GLOBAL_HOOKS = tuple(
+    name
+    for name, value in vars(torch_module).items()
+    if name.startswith("_global_") and isinstance(value, dict)
+)
+
+#: Guards that leave inference mode: kept for good (an ``inference_mode`` entered and never
+#: left by a student's function is left by one of these; dropping it would enter it again).
+_LEFT_INFERENCE: list[object] = []
+
+
+def _device_context() -> object:
+    return getattr(torch._GLOBAL_DEVICE_CONTEXT, "device_context", None)
+
+
+def _stack(length, at) -> tuple:
+    return tuple(at(i) for i in range(length()))
+
+
+def _put_stack(saved: tuple, length, pop, push) -> None:
+    while length():
+        pop()
+    for mode in saved:
+        push(mode)
+
+
 class TorchState:
-    """Default dtype, grad mode, threads, random state: saved, compared, put back."""
+    """torch's global state (see the module docstring): saved, compared, put back."""
 
     def __init__(self):
         self.dtype = torch.get_default_dtype()
+        self.device = _device_context()
         self.grad = torch.is_grad_enabled()
+        self.inference = torch.is_inference_mode_enabled()
         self.threads = torch.get_num_threads()
         self.rng = torch.get_rng_state()
         self.deterministic = torch.are_deterministic_algorithms_enabled()
         self.anomaly = torch.is_anomaly_enabled()
+        self.functions = _stack(torch._C._len_torch_function_stack, torch._C._get_function_stack_at)
+        self.dispatch = _stack(torch._C._len_torch_dispatch_stack, torch._C._get_dispatch_stack_at)
+        self.hooks = {name: dict(getattr(torch_module, name)) for name in _GLOBAL_HOOKS}
+        self.full_backward = torch_module._global_is_full_backward_hook
 
     def restore(self) -> list[str]:
-        changed = []
+        changed = self._restore_modes()
         if torch.get_default_dtype() != self.dtype:
             changed.append(f"the default dtype (to {torch.get_default_dtype()})")
             torch.set_default_dtype(self.dtype)
+        if torch.is_inference_mode_enabled() != self.inference:
+            changed.append("inference mode (`torch.inference_mode`)")
+            guard = torch._C._InferenceMode(self.inference)
+            guard.__enter__()
+            _LEFT_INFERENCE.append(guard)
         if torch.is_grad_enabled() != self.grad:
             changed.append("grad mode (`torch.set_grad_enabled`)")
             torch.set_grad_enabled(self.grad)
@@ -44,8 +99,122 @@ class TorchState:
         if torch.is_anomaly_enabled() != self.anomaly:
             changed.append("anomaly detection")
             torch.set_anomaly_enabled(self.anomaly)
+        changed += self._restore_hooks()
         torch.set_rng_state(self.rng)  # drawing random numbers is fine: no message
         return changed
+
+    def _restore_modes(self) -> list[str]:
+        """The default device and torch's mode stacks (a ``torch.device`` or a mode entered
+        and never left): first, so that what follows runs as before the call."""
+        changed = []
+        if _device_context() is not self.device:
+            changed.append(f"the default device (to {torch.get_default_device()})")
+            torch.set_default_device(None)  # leaves the function's device context
+            if self.device is not None:
+                self.device.__enter__()
+            torch._GLOBAL_DEVICE_CONTEXT.device_context = self.device
+        C = torch._C
+        if _stack(C._len_torch_function_stack, C._get_function_stack_at) != self.functions:
+            changed.append(
+                "torch's function modes (a `TorchFunctionMode` or `torch.device` left on)"
+            )
+            _put_stack(
+                self.functions,
+                C._len_torch_function_stack,
+                C._pop_torch_function_stack,
+                C._push_on_torch_function_stack,
+            )
+        if _stack(C._len_torch_dispatch_stack, C._get_dispatch_stack_at) != self.dispatch:
+            changed.append("torch's dispatch modes (a `TorchDispatchMode` left on)")
+            _put_stack(
+                self.dispatch,
+                C._len_torch_dispatch_stack,
+                C._pop_torch_dispatch_stack,
+                C._push_on_torch_dispatch_stack,
+            )
+        return changed
+
+    def _restore_hooks(self) -> list[str]:
+        changed = []
+        for name, saved in self.hooks.items():
+            now = getattr(torch_module, name)
+            if not isinstance(now, dict):
+                now = type(saved)()
+                setattr(torch_module, name, now)
+            if not _same(now, saved):
+                now.clear()
+                now.update(saved)
+                changed.append(f"torch's global module hooks (`{name.strip('_')}`)")
+        if torch_module._global_is_full_backward_hook is not self.full_backward:
+            torch_module._global_is_full_backward_hook = self.full_backward
+            changed.append("torch's global module hooks (`global_is_full_backward_hook`)")
+        return changed
+
+
+def _numpy_errors() -> dict | None:
+    numpy = sys.modules.get("numpy")  # not imported here: a session does not load numpy
+    return numpy.geterr() if numpy is not None else None
+
+
+class ProcessState:
+    """The interpreter's and process's settings of the module docstring: saved, put back."""
+
+    def __init__(self):
+        self.recursion = sys.getrecursionlimit()
+        self.trace, self.profile = sys.gettrace(), sys.getprofile()
+        self.thread_trace, self.thread_profile = threading.gettrace(), threading.getprofile()
+        self.sigint = signal.getsignal(signal.SIGINT)
+        self.numpy = _numpy_errors()
+        self.filters = list(warnings.filters)
+        self.environ = os.environ._data.copy()  # bytes: no decoding per call
+
+    def restore(self) -> list[str]:
+        changed = []
+        if sys.getrecursionlimit() != self.recursion:
+            changed.append("the recursion limit (`sys.setrecursionlimit`)")
+            sys.setrecursionlimit(self.recursion)
+        if sys.gettrace() is not self.trace:
+            changed.append("the trace function (`sys.settrace`)")
+            sys.settrace(self.trace)
+        if sys.getprofile() is not self.profile:
+            changed.append("the profile function (`sys.setprofile`)")
+            sys.setprofile(self.profile)
+        if threading.gettrace() is not self.thread_trace:
+            changed.append("the threads' trace function (`threading.settrace`)")
+            threading.settrace(self.thread_trace)
+        if threading.getprofile() is not self.thread_profile:
+            changed.append("the threads' profile function (`threading.setprofile`)")
+            threading.setprofile(self.thread_profile)
+        if signal.getsignal(signal.SIGINT) is not self.sigint and self._main_thread():
+            changed.append("the SIGINT handler (the kernel's stop button)")
+            signal.signal(signal.SIGINT, self.sigint)
+        numpy = sys.modules.get("numpy")
+        if numpy is not None and self.numpy is not None and numpy.geterr() != self.numpy:
+            changed.append("numpy's error settings (`np.seterr`)")
+            numpy.seterr(**self.numpy)
+        if warnings.filters != self.filters:  # the filters are tuples: == compares their items
+            changed.append("the warnings filters (`warnings.simplefilter`)")
+            warnings.filters[:] = self.filters
+            warnings._filters_mutated()
+        return changed + self._restore_environ()
+
+    @staticmethod
+    def _main_thread() -> bool:
+        return threading.current_thread() is threading.main_thread()
+
+    def _restore_environ(self) -> list[str]:
+        now, saved = os.environ._data, self.environ
+        if now == saved:
+            return []
+        keys = sorted(k for k in now.keys() | saved.keys() if now.get(k) != saved.get(k))
+        decode = os.environ.decodekey
+        for key in keys:
+            if key in saved:
+                os.environ[decode(key)] = os.environ.decodevalue(saved[key])
+            else:
+                del os.environ[decode(key)]
+        named = ", ".join(f"`{decode(k)}`" for k in keys[:3]) + (" ..." if len(keys) > 3 else "")
+        return [f"`os.environ` ({named})"]
 
 
 def _same(a: dict, b: dict) -> bool:
@@ -111,6 +280,14 @@ class _ModuleState:
             if t._version == version and t.data_ptr() == ptr and t.requires_grad == grad:
                 continue
             value = self.values[id(t)]
+            if (
+                t.data_ptr() == ptr
+                and t.requires_grad == grad
+                and t.shape == value.shape
+                and torch.equal(t.detach(), value)
+            ):  # written again with the same values (put back by another session)
+                self.tensors[name] = (t, t._version, ptr, grad)
+                continue
             with torch.no_grad():
                 if t.data_ptr() != ptr or t.shape != value.shape:
                     t.data = value.clone()
@@ -136,3 +313,56 @@ class SharedModel:
 
     def restore(self) -> list[str]:
         return [what for state in self.modules for what in state.restore()]
+
+
+#: The models loaded once and kept in memory for later checks, that every session guards:
+#: model id -> its guard, made when it was registered (its values as then: as loaded).
+_LOADED: dict[int, SharedModel] = {}
+
+
+def register_loaded(label: str, model: nn.Module) -> None:
+    """Guard ``model`` (a model kept in memory for later checks) in every session from now on."""
+    if id(model) not in _LOADED:
+        _LOADED[id(model)] = SharedModel(label, model)
+
+
+def _listing(folder: Path) -> frozenset[str]:
+    try:
+        return frozenset(os.listdir(folder))
+    except OSError:
+        return frozenset()
+
+
+class LoadedModels:
+    """The registered models a session does not share, compared with their state as
+    registered and put back after every call (no snapshot per call: nothing of the library
+    changes a model it is not running); and the shipped checkpoints, whose deletion is named
+    (it cannot be put back, but the models already loaded stay in use)."""
+
+    def __init__(self):
+        self.shared: set[int] = set()
+        self.listing = _listing(CHECKPOINT_DIR)
+
+    def forget(self, model: nn.Module) -> None:
+        """The session shares ``model`` (its own snapshot before each call)."""
+        self.shared.add(id(model))
+
+    def before(self) -> None:
+        self.listing = _listing(CHECKPOINT_DIR)
+
+    def restore(self) -> list[str]:
+        changed = []
+        for key, guard in list(_LOADED.items()):
+            if key in self.shared:
+                continue
+            if found := guard.restore():
+                changed += found
+                guard.before()  # as put back (its values as registered stay the reference)
+        gone = sorted(self.listing - _listing(CHECKPOINT_DIR))
+        if gone:
+            changed.append(
+                f"deleted {', '.join(f'`{name}`' for name in gone[:3])} from the shipped "
+                "checkpoints (it cannot be put back; the models loaded stay in use in this "
+                "kernel: restore the file from the course's files)"
+            )
+        return changed

@@ -11,7 +11,8 @@ batched calls, used by :mod:`attnlab.decode`:
 and reads a whole output at once (teacher forcing) with
 ``model.alignments(src, src_len, tgt_in) -> (logits (B, T, V), alpha (B, L, h, T, n),
 context (B, T, d) or None)``.  A state is a dict of tensors whose first dimension is the
-batch, so beam search can reorder it (``state[key][idx]``).
+batch, so beam search can reorder it (``state[key][idx]``): everything a step carries over
+is in it, the Transformer's KV cache too, so each beam keeps its own.
 """
 
 from __future__ import annotations

@@ -21,7 +21,14 @@ As in the Annotated Transformer, ``forward`` returns the logits only, and every 
 keeps the weights of its last call (``layer.self_attn.alpha``, ``layer.cross_attn.alpha``):
 :meth:`Transformer.kept_weights` stacks them, :meth:`Transformer.attention_weights` reads them
 after decoding a text.
-Shapes: B batch, n source length, T target length, d = d_model, h heads, L layers.
+
+Decoding (``start`` / ``step``) keeps a KV cache (:class:`attnlab.attention.KVCache`): at
+step t the decoder reads only y_{t-1}, computes this position's K_t, V_t in every masked
+self-attention and appends them to the cache, and lets this position's query attend to all
+cached K, V; the cross-attentions' K, V of the memory are made once, at ``start``.  Position
+t never sees a later one (the causal mask), so this gives the same outputs as re-running the
+whole prefix, which ``Transformer.kv_cache = False`` still does (for comparison).
+Shapes: B batch, n source length, T target length, d = d_model, h heads, L layers, d_k = d / h.
 """
 
 from __future__ import annotations
@@ -32,7 +39,13 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from attnlab.attention import MultiHeadAttention, causal_mask, padding_mask, positional_encoding
+from attnlab.attention import (
+    KVCache,
+    MultiHeadAttention,
+    causal_mask,
+    padding_mask,
+    positional_encoding,
+)
 from attnlab.decode import decode
 from attnlab.models.base import Seq2SeqModel, State, StepOutput
 from attnlab.text.vocab import EOS, Vocab
@@ -92,11 +105,32 @@ class DecoderLayer(nn.Module):
         y = y + self.drop(self.cross_attn(z, memory, memory, src_mask))  # Q: y, K = V = memory
         return y + self.drop(self.ffn(self.ln3(y)))
 
+    def step(
+        self, y_t: Tensor, self_kv: KVCache, memory_kv: KVCache, src_mask: Tensor
+    ) -> tuple[Tensor, KVCache]:
+        """:meth:`forward` for one new position t, with a KV cache.
+
+        y_t (B, 1, d); self_kv: K_1..K_{t-1}, V_1..V_{t-1} of this layer's self-attention
+        (B, h, t - 1, d_k); memory_kv: K, V of the memory (B, h, n, d_k), made at ``start``.
+        Returns y_t (B, 1, d) and self_kv with this position's K_t, V_t appended.
+        """
+        z = self.ln1(y_t)
+        new = self.self_attn.keys_values(z, z)  # this position's K_t, V_t: (B, h, 1, d_k)
+        self_kv = self_kv.append(new.K, new.V)  # K_1..K_t, V_1..V_t: (B, h, t, d_k)
+        sees = causal_mask(self_kv.K.shape[-2])[-1:]  # row t of the causal mask: y_1..y_t (1, t)
+        y_t = y_t + self.drop(self.self_attn.attend(z, self_kv, sees))  # q_t over K_1..K_t
+        z = self.ln2(y_t)
+        y_t = y_t + self.drop(self.cross_attn.attend(z, memory_kv, src_mask))  # q_t over memory
+        return y_t + self.drop(self.ffn(self.ln3(y_t))), self_kv
+
 
 class Transformer(Seq2SeqModel):
     """Encoder-decoder Transformer; ``forward`` gives logits, every attention keeps its weights."""
 
     kind = "transformer"
+    #: Decode with a KV cache; False re-runs the decoder on the whole prefix at every step
+    #: (the same outputs, O(t) times the work at step t: kept to compare against).
+    kv_cache: bool = True
 
     def __init__(self, src_vocab: Vocab, tgt_vocab: Vocab, config: TransformerConfig | None = None):
         config = config or TransformerConfig()
@@ -112,9 +146,10 @@ class Transformer(Seq2SeqModel):
         self.enc_ln, self.dec_ln = nn.LayerNorm(d), nn.LayerNorm(d)
         self.out = nn.Linear(d, len(tgt_vocab))
 
-    def _embed(self, emb: nn.Embedding, ids: Tensor) -> Tensor:
+    def _embed(self, emb: nn.Embedding, ids: Tensor, first: int = 0) -> Tensor:
+        """ids (B, n) at positions first..first + n - 1 -> token + PE[pos]: (B, n, d)."""
         n, d = ids.shape[1], self.config.d_model
-        return self.drop(emb(ids) + positional_encoding(n, d))  # token + PE[pos]: (B, n, d)
+        return self.drop(emb(ids) + positional_encoding(first + n, d)[first:])
 
     # ---------------------------------------------------------------- the two stacks
     def run_encoder(self, src: Tensor, src_len: Tensor) -> tuple[Tensor, Tensor]:
@@ -153,12 +188,38 @@ class Transformer(Seq2SeqModel):
 
     # ---------------------------------------------------------------- decoding protocol
     def start(self, src: Tensor, src_len: Tensor) -> State:
+        """Encode; with ``kv_cache``, also make every decoder layer's cross-attention K, V of
+        the memory and an empty self-attention cache (state keys "cross.0.K", "self.0.V"...)."""
         memory, src_mask = self.run_encoder(src, src_len)
-        prefix = torch.zeros(src.shape[0], 0, dtype=torch.long)  # y_0..y_{t-1} so far
-        return {"memory": memory, "src_mask": src_mask, "prefix": prefix}
+        if not self.kv_cache:
+            prefix = torch.zeros(src.shape[0], 0, dtype=torch.long)  # y_0..y_{t-1} so far
+            return {"memory": memory, "src_mask": src_mask, "prefix": prefix}
+        B, h = src.shape[0], self.config.num_heads
+        state = {"src_mask": src_mask}
+        for i, layer in enumerate(self.decoder_layers):
+            cross = layer.cross_attn.keys_values(memory, memory)  # (B, h, n, d_k), once
+            none_yet = memory.new_zeros(B, h, 0, layer.self_attn.d_k)  # nothing read: t = 0
+            state |= _cache_entries(f"cross.{i}", cross)
+            state |= _cache_entries(f"self.{i}", KVCache(none_yet, none_yet))
+        return state
 
     def step(self, state: State, y_prev: Tensor) -> StepOutput:
-        # No key/value cache: the decoder re-reads its whole prefix (tiny sequences).
+        """Read y_{t-1} (B,) at position t: logits (B, V), cross-attention (B, L, h, n)."""
+        if "prefix" in state:
+            return self._step_rereading(state, y_prev)
+        t = state["self.0.K"].shape[-2]  # positions already read (0-based position of y_prev)
+        y = self._embed(self.tgt_emb, y_prev[:, None], first=t)  # (B, 1, d)
+        after = {"src_mask": state["src_mask"]}
+        for i, layer in enumerate(self.decoder_layers):
+            memory_kv = _cached(state, f"cross.{i}")
+            y, self_kv = layer.step(y, _cached(state, f"self.{i}"), memory_kv, state["src_mask"])
+            after |= _cache_entries(f"cross.{i}", memory_kv) | _cache_entries(f"self.{i}", self_kv)
+        logits = self.out(self.dec_ln(y))[:, 0]  # (B, V)
+        alpha = torch.stack([lay.cross_attn.alpha[:, :, -1] for lay in self.decoder_layers], 1)
+        return StepOutput(logits, alpha, None, after)  # alpha (B, L, h, n)
+
+    def _step_rereading(self, state: State, y_prev: Tensor) -> StepOutput:
+        """No KV cache: the decoder re-reads its whole prefix y_0..y_{t-1} at every step."""
         prefix = torch.cat([state["prefix"], y_prev[:, None]], dim=1)  # (B, t)
         logits = self.run_decoder(prefix, state["memory"], state["src_mask"])  # (B, t, V)
         alpha = torch.stack([lay.cross_attn.alpha[:, :, -1] for lay in self.decoder_layers], 1)
@@ -211,3 +272,14 @@ class Transformer(Seq2SeqModel):
         Q = attn.split_heads(attn.W_q(z))[0, head]  # Q = z W^Q_head: (n, d_k)
         K = attn.split_heads(attn.W_k(z))[0, head]  # K = z W^K_head: (n, d_k)
         return Q.detach().numpy().copy(), K.detach().numpy().copy()
+
+
+def _cached(state: State, name: str) -> KVCache:
+    """The KV cache ``name`` ("self.0", "cross.1", ...) of a decoder state."""
+    return KVCache(state[f"{name}.K"], state[f"{name}.V"])
+
+
+def _cache_entries(name: str, cache: KVCache) -> State:
+    """A KV cache as decoder-state entries: tensors with the batch first, which beam search
+    reorders with the rest of the state (the cache follows its beam)."""
+    return {f"{name}.K": cache.K, f"{name}.V": cache.V}

@@ -4,7 +4,7 @@ The pairs are read from the translation catalogs of pinned wheels (:mod:`attnlab
 which wheels, how a catalog is read), then cleaned, deduplicated and split here; the data card
 is :mod:`attnlab.text.data_card`.
 
-    python -m attnlab corpus --card docs/data-card.md   # build, print the counts, write the card
+    python -m attnlab corpus --card docs/data-card.md --force  # build, count, (re)write the card
     >>> from attnlab.text.corpus import load_corpus
     >>> pairs = load_corpus("fr")            # {"train": [(en, fr), ...], "dev": ..., "test": ...}
 

@@ -1,7 +1,7 @@
 """The data card of the corpus (``docs/data-card.md``): sources, versions, licenses, counts
 and length histograms, as Markdown.
 
-``python -m attnlab corpus --card docs/data-card.md`` writes it from what
+``python -m attnlab corpus --card docs/data-card.md --force`` (re)writes it from what
 :func:`attnlab.text.corpus.build` returned; each wheel's license is read from the wheel
 (:func:`attnlab.text.catalogs.read_license`).
 """

@@ -15,15 +15,22 @@ refused.
 
 **Never a mix.** The card is the manifest and is written last: :func:`save` writes the new
 weights under their own, content-addressed name, then replaces the card in one atomic rename
-(the moment the new pair takes effect), then deletes the weights the old card named.  A
-reader sees the old card with the old weights or the new card with the new weights; if the
+(the moment the new pair takes effect), then deletes the weights the old card named, and
+only when that card is one it wrote (signed, every field checked, the weights named
+``NAME.<digest>``) and the file's SHA-256 is the card's: a foreign ``NAME.json`` is refused
+(:func:`check_replaceable`), never replaced, and what it names is never deleted.  An
+interrupt at any point leaves the old pair or the new one: the new weights are deleted only
+while the card on disk does not name them.  A reader sees the old card with the old weights or the new card with the new weights; if the
 old weights vanish between its reading the card and opening them, :func:`load` reads the
 card again once.  Every file is written to a temporary file in the same folder and renamed;
 after any failure or Ctrl+C the temporary files are removed and the old pair is untouched.
 
 **Bounded.** :func:`load` refuses a card that breaks a rule of :mod:`attnlab.training.cards`
-or weights over 64 MB before parsing them, builds the model on torch's ``meta`` device first to
-compare its shapes with the weights file's header, and only then allocates it.
+or weights over 64 MB before parsing them, checks that every tensor of the weights file's
+header lies inside the file and holds exactly the bytes its shape needs (a header cannot
+claim more than the file holds), builds the model on torch's ``meta`` device first to
+compare its shapes with the header and refuse one over :data:`MAX_MODEL_BYTES`, and only
+then allocates it.
 
 ``load(name)`` (also ``attnlab.load``) returns the model in eval mode, ``model.card`` set.  A
 missing file raises :class:`FileNotFoundError`, a damaged or crafted one
@@ -34,6 +41,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
 import stat
 from pathlib import Path
@@ -62,6 +70,7 @@ __all__ = [
     "CHECKPOINT_DIR",
     "CheckpointError",
     "available",
+    "check_replaceable",
     "checksum",
     "load",
     "load_card",
@@ -72,6 +81,8 @@ __all__ = [
 
 
 MAX_WEIGHTS_BYTES = 64_000_000
+#: The most memory a loaded model may take (float32; the largest shipped one takes ~17 MB).
+MAX_MODEL_BYTES = 64_000_000
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,99}")
 
 
@@ -90,25 +101,71 @@ def available(directory: Path | str | None = None) -> list[str]:
 # --------------------------------------------------------------------------- writing
 
 
-def _previous_weights(folder: Path, name: str) -> Path | None:
-    """The weights file that the card ``folder/name.json`` now there names, if it is a regular
-    file right in ``folder`` (not a link, not elsewhere); else None.  Only that file is ours to
-    delete: a user's ``name.finetuned-v2.safetensors`` beside it is not."""
-    card = folder / f"{name}.json"
-    try:
-        if card.is_symlink() or not card.is_file() or card.stat().st_size > MAX_CARD_BYTES:
-            return None
-        named = json.loads(card.read_text(encoding="utf-8")).get("weights_file")
-    except (OSError, ValueError, AttributeError):  # unreadable or damaged: delete nothing
-        return None
-    if not isinstance(named, str) or Path(named).name != named or named in ("", ".", ".."):
-        return None
-    path = folder / named
+def _sha256_of(path: Path) -> str | None:
+    """The SHA-256 of the regular file ``path`` (not a link) of at most MAX_WEIGHTS_BYTES,
+    read in chunks; None for anything else."""
     try:
         info = path.lstat()
+        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_WEIGHTS_BYTES:
+            return None
+        digest = hashlib.sha256()
+        with path.open("rb") as f:
+            for chunk in iter(lambda: f.read(1 << 20), b""):
+                digest.update(chunk)
+        return digest.hexdigest()
     except OSError:
         return None
-    return path if stat.S_ISREG(info.st_mode) and named.endswith(".safetensors") else None
+
+
+def _own_card(folder: Path, name: str) -> dict | None:
+    """The card ``folder/name.json`` if it is one that :func:`save` wrote for ``name``: a
+    regular file that :func:`read_card` accepts (signed, format, every field checked),
+    whose ``name`` is ``name`` and whose weights file is ``name.<digest>.safetensors``;
+    else None."""
+    card_path = folder / f"{name}.json"
+    try:
+        if card_path.is_symlink() or not card_path.is_file():
+            return None
+        card = read_card(card_path)
+    except (OSError, CheckpointError):
+        return None
+    named = card["weights_file"]
+    if card.get("name") != name or named != f"{name}.{card['weights_sha256'][:16]}.safetensors":
+        return None
+    return card
+
+
+def _previous_weights(folder: Path, name: str) -> Path | None:
+    """The weights file that the card ``folder/name.json`` now there names, if that card is
+    our own (:func:`_own_card`) and the file right in ``folder`` is the one it names (its
+    SHA-256 the card's); else None.  Only that file is ours to delete: a user's file that a
+    foreign or edited card names is not, nor ``name.finetuned-v2.safetensors`` beside it."""
+    card = _own_card(folder, name)
+    if card is None:
+        return None
+    path = folder / card["weights_file"]
+    return path if _sha256_of(path) == card["weights_sha256"] else None
+
+
+def check_replaceable(folder: Path | str, name: str) -> None:
+    """Refuse (:class:`CheckpointError`, one line) to save ``name`` into ``folder`` where a
+    ``name.json`` is there that is not a checkpoint card :func:`save` wrote: it is the
+    user's file, and a save would replace it."""
+    card_path = Path(folder) / f"{name}.json"
+    if not (card_path.exists() or card_path.is_symlink()):
+        return
+    if _own_card(Path(folder), name) is None:
+        raise CheckpointError(
+            f"{card_path} is not an attnlab checkpoint card: move it away or save elsewhere"
+        )
+
+
+def _names_weights(card_path: Path, weights: Path) -> bool:
+    """Whether the card now at ``card_path`` names ``weights`` (False if it cannot be read)."""
+    try:
+        return read_card(card_path)["weights_file"] == weights.name
+    except (OSError, CheckpointError):
+        return False
 
 
 def save(model, name: str, card: dict, directory: Path | str | None = None) -> Path:
@@ -128,17 +185,21 @@ def save(model, name: str, card: dict, directory: Path | str | None = None) -> P
     card["checksum"] = checksum(card)
     text = json.dumps(card, indent=1) + "\n"
     check_card(card, folder / f"{name}.json", len(text.encode()))  # never write what load refuses
+    card_path = folder / f"{name}.json"
+    check_replaceable(folder, name)
     existed = weights.exists()
     previous = _previous_weights(folder, name)  # named by the card this save replaces
     try:
         write_atomic(weights, data)
-        write_atomic(folder / f"{name}.json", text)  # the commit point: the new pair is in
+        write_atomic(card_path, text)  # the commit point: the new pair is in
     except BaseException:
-        if not existed:
+        # Interrupted: delete the new weights only if the card on disk does not name them
+        # (the rename may have happened just before the interrupt: then the new pair is in).
+        if not existed and not _names_weights(card_path, weights):
             weights.unlink(missing_ok=True)
         raise
     if previous is not None and previous.name != weights.name:
-        previous.unlink(missing_ok=True)
+        previous.unlink(missing_ok=True)  # interrupted here: an orphan, the new pair loads
     return weights
 
 
@@ -197,16 +258,58 @@ def _read_pair(card_path: Path) -> tuple[dict, Path, bytes]:
     return card, path, data
 
 
+#: Bytes per value of the dtypes a weights file may hold (safetensors' names).
+DTYPE_BYTES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "I64": 8, "I32": 4, "I16": 2, "I8": 1,
+               "U8": 1, "BOOL": 1}  # fmt: skip
+
+
+def _header_error(path: Path, why: str) -> CheckpointError:
+    return CheckpointError(f"corrupted checkpoint {path}: {why}")
+
+
+def _check_entry(key: str, entry: object, room: int, path: Path) -> list[int]:
+    """One tensor's header entry: a known dtype, a shape of non-negative ints, and data
+    offsets inside the file's ``room`` bytes that hold exactly the shape's values."""
+    if not isinstance(entry, dict) or set(entry) != {"dtype", "shape", "data_offsets"}:
+        raise _header_error(path, f"tensor {key[:40]!r} has a malformed header entry")
+    dtype, shape, offsets = entry["dtype"], entry["shape"], entry["data_offsets"]
+    if not isinstance(dtype, str) or dtype not in DTYPE_BYTES:
+        raise _header_error(path, f"tensor {key[:40]!r} has an unknown dtype")
+    ints = lambda xs: isinstance(xs, list) and all(type(x) is int and x >= 0 for x in xs)  # noqa: E731
+    if not ints(shape) or len(shape) > 8 or not ints(offsets) or len(offsets) != 2:
+        raise _header_error(path, f"tensor {key[:40]!r} has a malformed shape or offsets")
+    begin, end = offsets
+    if not begin <= end <= room:
+        raise _header_error(path, f"tensor {key[:40]!r} lies outside the file")
+    if math.prod(shape) * DTYPE_BYTES[dtype] != end - begin:
+        raise _header_error(path, f"tensor {key[:40]!r} holds fewer bytes than its shape needs")
+    return shape
+
+
 def _header_shapes(data: bytes, path: Path) -> dict[str, list[int]]:
-    """Tensor name -> shape from the safetensors header (8-byte length, then JSON)."""
+    """Tensor name -> shape from the safetensors header (8-byte length, then JSON), every
+    tensor's bytes checked to lie in the file: a header cannot claim more than the file holds."""
     try:
         n = int.from_bytes(data[:8], "little")
         if not 0 < n <= min(len(data) - 8, MAX_CARD_BYTES):
             raise ValueError("bad header length")
         header = json.loads(data[8 : 8 + n])
-        return {k: list(v["shape"]) for k, v in header.items() if k != "__metadata__"}
-    except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as err:
-        raise CheckpointError(f"corrupted checkpoint {path}: {err}") from None
+        if not isinstance(header, dict):
+            raise ValueError("the header is not a JSON object")
+    except (ValueError, RecursionError) as err:
+        raise _header_error(path, str(err).splitlines()[0] or "bad header") from None
+    room = len(data) - 8 - n
+    return {
+        key: _check_entry(key, entry, room, path)
+        for key, entry in header.items()
+        if key != "__metadata__"
+    }
+
+
+def _model_bytes(model) -> int:
+    """Bytes the model's parameters and buffers take once allocated (shapes of a meta model)."""
+    tensors = [*model.parameters(), *model.buffers()]
+    return sum(t.numel() * t.element_size() for t in tensors)
 
 
 class _NoDrawOnMeta(TorchFunctionMode):
@@ -236,6 +339,8 @@ def _build(card: dict, card_path: Path, shapes: dict[str, list[int]], weights: P
     except (ValueError, TypeError) as err:
         raise card_error(card_path, str(err).splitlines()[0]) from None
     expected = {k: list(v.shape) for k, v in meta.state_dict().items()}
+    if _model_bytes(meta) > MAX_MODEL_BYTES:
+        raise card_error(card_path, f"its model would take more than {MAX_MODEL_BYTES} bytes")
     if expected != shapes:
         raise CheckpointError(
             f"corrupted checkpoint {weights}: its tensors do not match the card's model"

@@ -57,6 +57,7 @@ def train_and_save(
     """Train ``run`` (default: the shipped model ``name``'s recipe), measure it on fresh
     test examples, and save weights + card as ``name`` in ``out_dir``; the weights' path."""
     run = run or recipe(name)
+    checkpoints.check_replaceable(out_dir, name)  # a user's NAME.json: refused before training
     corpus = load_corpus(CORPUS_TASKS[run.task]) if run.task in CORPUS_TASKS else None
     model, history = fit(
         run.kind, run.task, config=run.train, model_config=run.model, corpus=corpus,

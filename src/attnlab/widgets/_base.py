@@ -25,6 +25,7 @@ from collections.abc import Callable
 
 import ipywidgets as widgets
 
+from attnlab.decode import check_text
 from attnlab.guard.sandbox import describe
 from attnlab.models import catalogue
 from attnlab.pictures.typography import TYPE
@@ -234,6 +235,14 @@ class ModelWidget(BaseWidget):
     def _show_text(self) -> None:  # pragma: no cover - every subclass overrides it
         pass
 
+    def _checked_show_text(self) -> None:
+        """:meth:`_show_text`, once the typed text is within the caps of every typed text
+        (:func:`attnlab.decode.check_text`): refused before the model or a student's score
+        runs, and before its characters reach a picture or the message line."""
+        vocab = getattr(self.model, "src_vocab", None)
+        check_text(self.text.value, getattr(vocab, "level", "char") == "word")
+        self._show_text()
+
     def _show_nothing(self) -> None:
         """What the widget shows when its first model could not be shown (its message)."""
 
@@ -243,7 +252,7 @@ class ModelWidget(BaseWidget):
 
     def _read(self) -> bool:
         """Show ``text.value``; words the model never saw are said in the message line."""
-        if not self.guard(self._show_text):
+        if not self.guard(self._checked_show_text):
             return False
         if self.unknown:
             words = ", ".join(f"'{w}'" for w in self.unknown[:6])

@@ -18,7 +18,8 @@ puts them in the notebook's order.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
 
 from attnlab.checks.exercises import (
     decode_step,
@@ -71,17 +72,18 @@ _FAMILIES = (
     encoder_block,
 )
 
-_REFERENCES: dict[str, Callable] = {
-    name: ref for family in _FAMILIES for name, ref in family.REFERENCES.items()
-}
+#: Read-only: a student's function cannot put itself in as a reference.
+_REFERENCES: Mapping[str, Callable] = MappingProxyType(
+    {name: ref for family in _FAMILIES for name, ref in family.REFERENCES.items()}
+)
 
 #: The exercises, in the notebook's order.
 EXERCISES = tuple(_REFERENCES)
 
 #: Each exercise's body: the check without its harness (in_model runs them first).
-BODIES: dict[str, Callable[[Callable], str]] = {
-    name: body for family in _FAMILIES for name, body in family.BODIES.items()
-}
+BODIES: Mapping[str, Callable[[Callable], str]] = MappingProxyType(
+    {name: body for family in _FAMILIES for name, body in family.BODIES.items()}
+)
 
 
 def reference(name: str) -> Callable:
