@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 # Two threads: the machines this lecture runs on have two cores.
 export OMP_NUM_THREADS ?= 2
 
-.PHONY: setup slides test lint unit notebooks e2e pics train bench html format clean
+.PHONY: setup slides test lint unit notebooks e2e hub-test pics train bench html format clean
 
 $(STAMP): pyproject.toml data-requirements.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -44,7 +44,12 @@ notebooks: setup
 
 e2e: setup
 	scripts/ensure_e2e_deps.sh
-	$(BIN)/python -m pytest -q tests/e2e
+	$(BIN)/python -m pytest -q -m "not hub" tests/e2e
+
+# The course server for real (deploy/hub): an instructor and 4 students in Chromium.
+hub-test: setup
+	scripts/ensure_e2e_deps.sh
+	$(BIN)/python -m pytest -q -m hub tests/e2e/test_hub.py
 
 pics: setup
 	$(BIN)/python -m attnlab figures --out pics

@@ -185,3 +185,42 @@ def test_right_answer_is_not_handed_to_a_notebook():
         exec("from attnlab.checks import right_answer", {})
     with pytest.raises(ImportError):
         exec("from attnlab.checks.questions import right_answer", {})
+
+
+@pytest.mark.parametrize(
+    "body, exercise, words",
+    [
+        (
+            '    return exercise("dot_score").__closure__[0].cell_contents(s, h)\n',
+            "dot_score",
+            "`dot_score` of `attnlab.attention`",
+        ),
+        (
+            "    return attnlab.attention.__dict__['dot_' + 'score'](s, h)\n",
+            "dot_score",
+            "`dot_score` of `attnlab.attention`",
+        ),
+        (
+            "    import sys\n    sys.setprofile(None)\n    return s @ h.transpose(-2, -1)\n",
+            "dot_score",
+            "turned off the grader's watch",
+        ),
+    ],
+)
+def test_the_watch_sees_the_library_called_however_it_was_reached(body, exercise, words):
+    source = f"def {exercise}(s, h):\n{body}"
+    results = graded_job([f"check_{exercise}", f"in_model_{exercise}"], source, exercise)
+    for result in results.values():
+        assert result.category == "not_allowed" and words in result.details, result.message
+
+
+def test_the_watch_sees_torchs_fused_attention():
+    source = (
+        "def scaled_dot_product_attention(Q, K, V, mask=None):\n"
+        "    F = vars(torch.nn)['functional']\n"
+        "    return F.scaled_dot_product_attention(Q, K, V, attn_mask=mask), None\n"
+    )
+    result = graded_job(
+        ["check_scaled_dot_product_attention"], source, "scaled_dot_product_attention"
+    )
+    assert result["check_scaled_dot_product_attention"].category == "not_allowed"

@@ -89,3 +89,13 @@ def test_the_release_is_the_committed_student_version(course_dir):
     assert [c.source for c in release.cells] == [c.source for c in committed.cells]
     graded = [c for c in release.cells if c.metadata.get("nbgrader", {}).get("grade")]
     assert len(graded) == 20 and all(c.metadata["editable"] is False for c in graded)
+
+
+@pytest.mark.parametrize("where", ["loop", "loop/course"])
+def test_a_symlink_loop_is_refused_in_one_line(tmp_path, where):
+    from conftest import attnlab_command
+
+    (tmp_path / "loop").symlink_to(tmp_path / "loop")
+    done = attnlab_command("course", "source", str(NOTEBOOK), str(tmp_path / where))
+    assert done.returncode != 0 and "Traceback" not in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and "loop" in done.stderr, done.stderr

@@ -413,3 +413,120 @@ def test_what_a_returned_object_does_after_the_call_has_a_budget(run):
     """)
     assert r["took"] < 15, r
     assert "Endless" in r["message"] or "took longer than 3 s" in r["message"], r["message"]
+
+
+def test_a_replaced_method_of_a_torch_nn_class_is_put_back_and_named(run):
+    r = run("""
+        from torch import nn
+        linear, cell = nn.Linear.forward, nn.GRUCell.forward
+        def patches(s, h):
+            nn.Linear.forward = lambda self, x: x * 0
+            nn.GRUCell.forward = lambda self, x, hx=None: x * 0
+            nn.functional.linear = lambda *a, **k: None
+            return right(s, h)
+        bad = checks.check_dot_score(patches)
+        layer = nn.Linear(2, 2)
+        out(bad=bad.message, ok=bad.ok, back=nn.Linear.forward is linear
+            and nn.GRUCell.forward is cell, works=bool(layer(torch.ones(1, 2)).abs().sum() > 0),
+            good=checks.in_model("dot_score", right).ok)
+    """)
+    assert not r["ok"], r["bad"]
+    for name in ("Linear.forward`", "GRUCell.forward`", "`torch.nn.functional.linear`"):
+        assert name in r["bad"], (name, r["bad"])
+    assert r["back"] and r["works"] and r["good"]
+
+
+def test_a_replaced_builtin_is_put_back_and_named(run):
+    r = run("""
+        import builtins
+        length = builtins.len
+        def patches(s, h):
+            builtins.len = lambda x: 0
+            builtins.sorted = None
+            return right(s, h)
+        bad = checks.check_dot_score(patches)
+        out(bad=bad.message, ok=bad.ok, back=builtins.len is length and len([1, 2]) == 2,
+            sorted=sorted([2, 1]), good=checks.check_dot_score(right).ok)
+    """)
+    assert not r["ok"] and "`builtins.len`" in r["bad"] and "`builtins.sorted`" in r["bad"], r
+    assert "0 hidden examples" not in r["bad"]
+    assert r["back"] and r["sorted"] == [1, 2] and r["good"]
+
+
+def test_a_replaced_function_of_math_or_numpy_is_put_back_and_named(run):
+    r = run("""
+        import math
+        import numpy as np
+        root, exp = math.sqrt, np.exp
+        def patches(s, h):
+            math.sqrt = lambda x: 1.0
+            np.exp = lambda x: x
+            return right(s, h)
+        bad = checks.check_dot_score(patches)
+        out(bad=bad.message, ok=bad.ok, back=math.sqrt is root and np.exp is exp,
+            good=checks.check_dot_score(right).ok)
+    """)
+    assert not r["ok"] and "`math.sqrt`" in r["bad"] and "`numpy.exp`" in r["bad"], r["bad"]
+    assert r["back"] and r["good"]
+
+
+def test_a_replaced_or_deleted_entry_of_sys_modules_is_put_back_and_named(run):
+    r = run("""
+        import math, types
+        def patches(s, h):
+            sys.modules["attnlab.attention"] = types.ModuleType("attnlab.attention")
+            sys.modules.pop("math", None)
+            return right(s, h)
+        bad = checks.check_dot_score(patches)
+        import attnlab.attention as again
+        out(bad=bad.message, ok=bad.ok, back=again is attention
+            and sys.modules.get("math") is math, good=checks.check_dot_score(right).ok)
+    """)
+    assert not r["ok"], r["bad"]
+    assert "`sys.modules['attnlab.attention']`" in r["bad"], r["bad"]
+    assert "`sys.modules['math']`" in r["bad"], r["bad"]
+    assert r["back"] and r["good"]
+
+
+def test_replaced_display_and_exception_hooks_are_put_back_and_named(run):
+    r = run("""
+        hooks = sys.displayhook, sys.excepthook
+        def patches(s, h):
+            sys.displayhook = lambda value: None
+            sys.excepthook = lambda *a: None
+            return right(s, h)
+        bad = checks.check_dot_score(patches)
+        out(bad=bad.message, ok=bad.ok, back=(sys.displayhook, sys.excepthook) == hooks,
+            good=checks.check_dot_score(right).ok)
+    """)
+    assert not r["ok"] and "`sys.displayhook`" in r["bad"], r["bad"]
+    assert "`sys.excepthook`" in r["bad"], r["bad"]
+    assert r["back"] and r["good"]
+
+
+def test_the_working_directory_umask_matmul_precision_and_denormals_are_put_back(run):
+    r = run("""
+        import struct
+        tiny = struct.unpack("<d", b"\\x01" + bytes(7))[0]
+        cwd, mask = os.getcwd(), os.umask(0o022)
+        os.umask(mask)
+        def meddles(s, h):
+            os.chdir("/")
+            os.umask(0)
+            torch.set_float32_matmul_precision("medium")
+            torch.set_flush_denormal(True)
+            return right(s, h)
+        session = sandbox.Session()
+        session.call(meddles, torch.ones(1, 2, 3), torch.ones(1, 4, 3))
+        now = os.umask(0o022)
+        os.umask(now)
+        bad = checks.check_dot_score(meddles)
+        out(changes=" ".join(session.changes), ok=bad.ok, cwd=os.getcwd() == cwd,
+            mask=now == mask, precision=torch.get_float32_matmul_precision(),
+            denormal=tiny * 3.0 != 0.0, good=checks.check_dot_score(right).ok)
+    """)
+    for words in ("the working directory", "the umask", "`torch.set_float32_matmul_precision`",
+                  "`torch.set_flush_denormal`"):  # fmt: skip
+        assert words in r["changes"], (words, r["changes"])
+    assert not r["ok"] and r["cwd"] and r["mask"] and r["good"]
+    assert r["precision"] == "highest" and r["denormal"]

@@ -264,6 +264,26 @@ def _write_grades(db_url: str, assignment: str, student: str, notebook: str, res
         gradebook.db.commit()
 
 
+def _what_to_grade(
+    course: Path, assignment: str, students: list[str] | None
+) -> tuple[list[Path], list[str]]:
+    """The source notebooks and the students to grade, or AutogradeError saying what is missing."""
+    source_dir = course / "source" / assignment
+    sources = sorted(source_dir.glob("*.ipynb")) if source_dir.is_dir() else []
+    if not sources:
+        raise AutogradeError(f"no source notebook in {source_dir}: run `course source` first")
+    submitted = course / "submitted"
+    found = []
+    if submitted.is_dir():
+        found = sorted(p.name for p in submitted.iterdir() if (p / assignment).is_dir())
+    missing = [s for s in students or () if s not in found]
+    if missing:
+        raise AutogradeError(
+            f"no submission of {assignment} by {', '.join(missing)} in {submitted}"
+        )
+    return sources, list(students or found)
+
+
 def autograde(
     course_dir: Path | str,
     assignment: str,
@@ -276,23 +296,9 @@ def autograde(
     if why:
         raise AutogradeError(why)
     course = Path(course_dir).expanduser().resolve()
-    source_dir = course / "source" / assignment
-    sources = sorted(source_dir.glob("*.ipynb")) if source_dir.is_dir() else []
-    if not sources:
-        raise AutogradeError(f"no source notebook in {source_dir}: run `course source` first")
+    sources, students = _what_to_grade(course, assignment, students)
     submitted = course / "submitted"
-    found = (
-        sorted(p.name for p in submitted.iterdir() if (p / assignment).is_dir())
-        if (submitted.is_dir())
-        else []
-    )
-    students = students or found
-    missing = [s for s in students if s not in found]
-    if missing:
-        raise AutogradeError(
-            f"no submission of {assignment} by {', '.join(missing)} in {submitted}"
-        )
-    verdicts = {}
+    verdicts, failed = {}, []
     with tempfile.TemporaryDirectory(prefix="attnlab-autograde-") as scratch:
         kernels, runtime = Path(scratch) / "share", Path(scratch) / "runtime"
         runtime.mkdir()
@@ -309,17 +315,22 @@ def autograde(
                 for line in (outcome.get("log") or "").splitlines():
                     if "has changed" in line or "ERROR" in line:
                         say(f"{student}: {line.strip()}")
-                if not outcome.get("success"):
+                if not outcome.get("success"):  # said, and the others are still graded
                     tail = (outcome.get("error") or "").strip().splitlines()[-1:] or ["?"]
-                    raise AutogradeError(f"nbgrader could not autograde {student}: {tail[0]}")
+                    failed.append(student)
+                    say(f"{student}: nbgrader could not autograde this submission: {tail[0]}")
+                    continue
                 verdicts[student] = {}
                 for source in sources:
                     mine = submitted / student / assignment / source.name
-                    if not mine.is_file():
-                        continue
-                    results = grade_notebook(mine, source)
+                    results = grade_notebook(mine, source) if mine.is_file() else {}
                     _write_grades(api.coursedir.db_url, assignment, student, source.stem, results)
                     verdicts[student].update(results)
                 points = sum(r.ok for r in verdicts[student].values())
                 say(f"{student}: {points} / {len(verdicts[student])}")
+    if failed:
+        raise AutogradeError(
+            f"graded {len(verdicts)} of {len(students)}; nbgrader could not autograde "
+            f"{', '.join(failed)} (see above)"
+        )
     return verdicts

@@ -310,6 +310,21 @@ def grade_job(
             results[it.grade_id] = _with_rule(result, rules.get(it.variable))
             continue
         recorded = checks.get(it.name) if isinstance(checks.get(it.name), dict) else {}
+        used = _used(recorded, runs.get(it.name) if it.kind == "in_model" else None)
+        if used:
+            what = (
+                "turned off the grader's watch (`sys.setprofile`)"
+                if "setprofile" in used
+                else f"called {used}, an implementation of the very equation the exercise "
+                "asks you to write"
+            )
+            results[it.grade_id] = CheckResult(
+                label,
+                False,
+                "not_allowed",
+                f"Not graded: while it ran, your function {what}. Write the computation yourself.",
+            )
+            continue
         missing = _missing(recorded, it.name)
         if missing:
             results[it.grade_id] = _with_rule(
@@ -332,6 +347,14 @@ def grade_job(
             result = CheckResult(result.name, False, "side_effect", changes)
         results[it.grade_id] = _with_rule(result, rules.get(it.name))
     return results
+
+
+def _used(recorded: dict, runs: object) -> str | None:
+    """What the worker's watch saw the student's function call that it may not."""
+    found = [recorded.get("used")]
+    if isinstance(runs, dict):
+        found += [run.get("used") for run in runs.values() if isinstance(run, dict)]
+    return next((str(u)[:200] for u in found if u), None)
 
 
 def _missing(recorded: dict, name: str) -> str | None:

@@ -33,6 +33,7 @@ from attnlab.checks.exercises import BODIES
 from attnlab.checks.harness import run_check
 from attnlab.checks.inside_models import STRUCTURAL, run_swapped
 from attnlab.checks.transport import Encoder, pack
+from attnlab.checks.watch import Watch
 from attnlab.guard.budget import OutOfTime
 from attnlab.guard.errors import describe, where
 from attnlab.guard.sandbox import Session, StudentRaised
@@ -44,8 +45,8 @@ __all__ = ["Recorder", "serve"]
 class Recorder:
     """The student's function, with what each call returned or raised written down."""
 
-    def __init__(self, fn: Callable, encoder):
-        self.fn, self.encoder, self.calls = fn, encoder, []
+    def __init__(self, fn: Callable, encoder, watch: Watch):
+        self.fn, self.encoder, self.calls = watch.watched(fn), encoder, []
 
     def __call__(self, *args, **kwargs):
         try:
@@ -95,9 +96,12 @@ def _record_checks(job: dict, namespace: dict, encoder) -> dict:
         if not callable(fn):
             recorded[name] = {"missing": type(fn).__name__ if name in namespace else None}
             continue
-        recorder = Recorder(fn, encoder)
+        watch = Watch(name)
+        recorder = Recorder(fn, encoder, watch)
         said = run_check(name, recorder, BODIES[name])
         recorded[name] = {"calls": recorder.calls, "said": [said.category, said.details[:2000]]}
+        if watch.used:
+            recorded[name]["used"] = watch.used
     return recorded
 
 
@@ -119,8 +123,12 @@ def _record_runs(job: dict, namespace: dict, encoder, checks: dict) -> dict:
             if not callable(fn):
                 runs[name][model_name] = {"failure": ["not_implemented", "no function"]}
                 continue
+            watch = Watch(name)
             with torch_threads(1):
-                said = run_check(f"{name} in {model_name}", fn, body)
+                said = run_check(f"{name} in {model_name}", watch.watched(fn), body)
+            if watch.used:
+                runs[name][model_name] = {"used": watch.used}
+                continue
             if said.ok and "run" in kept:
                 run = kept["run"]
                 runs[name][model_name] = {

@@ -11,11 +11,14 @@ back after each call of a student's function (:mod:`attnlab.guard.sandbox`).
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import importlib.util
+import math
 import operator
 import sys
 from collections.abc import Iterator
+from itertools import chain
 from types import FunctionType, MappingProxyType, ModuleType
 
 import torch
@@ -33,7 +36,11 @@ __all__ = [
     "LIBRARY_OWNERS",
     "TORCH_OWNERS",
     "TORCH_CLASSES",
+    "STANDING_OWNERS",
     "Attributes",
+    "Standing",
+    "ModuleEntries",
+    "Builtins",
     "ModuleDicts",
     "module_dicts",
     "grading_modules",
@@ -111,11 +118,19 @@ class Attributes:
             if self._unchanged(now, saved):
                 continue
             names = (now.keys() | saved.keys()) if self.strict else saved.keys()
-            for name in sorted(names - _VOLATILE):
+            for name in sorted(names - self.volatile):
                 value = saved.get(name, parts.ABSENT)
+                if value is parts.ABSENT and not self._counts_added(owner, now[name]):
+                    continue
                 if not _same(now.get(name, parts.ABSENT), value):
                     found.append((owner, name, value))
         return found
+
+    volatile = _VOLATILE
+
+    def _counts_added(self, owner: object, value: object) -> bool:
+        """Whether an attribute added since the snapshot is a change (strict owners only)."""
+        return True
 
     def restore(self) -> list[str]:
         """Put the saved attributes back; what was changed, as labels for a message."""
@@ -186,15 +201,173 @@ TORCH_OWNERS = [torch, torch.nn.functional, torch.nn.modules.module]
 TORCH_CLASSES = [torch.Tensor, nn.Module]
 
 
+def _torch_nn_owners() -> list[object]:
+    """torch.nn's modules (``torch.nn.modules.linear``, ...) and every class they define: a
+    replaced ``torch.nn.Linear.forward`` makes every model wrong until a restart."""
+    modules = [torch.nn, torch.nn.init] + [
+        module
+        for name, module in sorted(sys.modules.items())
+        if name.startswith("torch.nn.modules") and isinstance(module, ModuleType)
+    ]
+    classes = {
+        id(value): value
+        for module in modules
+        for value in vars(module).values()
+        if isinstance(value, type) and value.__module__.startswith("torch.nn.modules")
+    }
+    return modules + list(classes.values())
+
+
+#: What a call of a student's function rarely touches and a session therefore saves once, when
+#: it starts (:class:`Standing`): torch's namespaces and torch.nn's modules and classes,
+#: ``math``, numpy's top level and ``sys`` (its hooks: ``sys.displayhook``, ...); the builtins
+#: are :class:`Builtins`.
+STANDING_OWNERS = [
+    sys,
+    math,
+    *(m for m in (sys.modules.get("numpy"),) if m is not None),
+    *(owner for owner in TORCH_OWNERS if owner is not torch.nn.modules.module),
+    *(owner for owner in _torch_nn_owners() if owner not in TORCH_CLASSES),
+    *TORCH_CLASSES,
+]
+
+
+class Standing(Attributes):
+    """The attributes of :data:`STANDING_OWNERS`, saved once (when a session starts) and
+    compared after each call in one pass at C speed: every owner's length, then every value by
+    identity, then every name (owner by owner only when one of those differs).
+
+    A class's new attribute counts (an inherited dunder set); a module's counts unless it is a
+    module (a submodule imported lazily, ``torch._dynamo``).  Names that the interpreter
+    itself sets as code runs are left alone (:attr:`volatile`)."""
+
+    #: ``sys.last_value`` and its kin (an error shown), ``sys.stdout`` and its kin (redirected
+    #: around a call, and put back, by :class:`~attnlab.guard.printed.Printed`).
+    volatile = _VOLATILE | {"last_type", "last_value", "last_traceback", "last_exc"}
+    volatile |= {"stdout", "stderr", "stdin"}
+    #: ``torch.Storage`` follows the default dtype, which a check sets between calls (it is
+    #: :class:`~attnlab.guard.state.TorchState`'s, saved before each call).
+    volatile |= {"Storage"}
+
+    def __init__(self, owners: list[object]):
+        super().__init__(owners, strict=True)
+        self.views = [vars(owner) for owner in owners]
+        self._flatten()
+
+    def _flatten(self) -> None:
+        saved = [d for _, d in self.saved]
+        self.lengths = list(map(len, saved))
+        self.names = list(chain.from_iterable(saved))
+        self.values = list(chain.from_iterable(map(dict.values, saved)))
+
+    def unchanged(self) -> bool:
+        """Every owner as saved (its names in the same order, each value the same object)."""
+        views = self.views
+        return (
+            list(map(len, views)) == self.lengths
+            and all(map(operator.is_, chain.from_iterable(map(_values, views)), self.values))
+            and list(chain.from_iterable(views)) == self.names
+        )
+
+    def _counts_added(self, owner: object, value: object) -> bool:
+        return isinstance(owner, type) or not isinstance(value, ModuleType)
+
+    def restore(self) -> list[str]:
+        if self.unchanged():
+            return []
+        changed = super().restore()
+        # as now: the same values, in the order they are now in (put back ones last), and a
+        # module's new submodules, so that the next comparison is one pass again
+        self.saved = [
+            (owner, dict(view)) for owner, view in zip(self.owners, self.views, strict=True)
+        ]
+        self._flatten()
+        return changed
+
+    @property
+    def owners(self) -> list[object]:
+        return [owner for owner, _ in self.saved]
+
+
+_values = operator.methodcaller("values")
+
+
+#: The entries of ``sys.modules`` a session guards: the library's, torch's, numpy's and math's
+#: (``sys.modules["attnlab.attention"] = fake`` would make every later import get the fake).
+_GUARDED_PACKAGES = ("attnlab", "torch", "numpy", "math")
+
+
+class ModuleEntries:
+    """The guarded entries of ``sys.modules`` (:data:`_GUARDED_PACKAGES`) as a session found
+    them: compared by identity after each call, put back where replaced or deleted.  New
+    entries are imports, which a call may make."""
+
+    def __init__(self):
+        self.saved = {
+            name: module
+            for name, module in list(sys.modules.items())
+            if name.partition(".")[0] in _GUARDED_PACKAGES
+        }
+        self.names, self.modules = list(self.saved), list(self.saved.values())
+
+    def restore(self) -> list[str]:
+        modules = sys.modules
+        if all(map(operator.is_, map(modules.get, self.names), self.modules)):
+            return []
+        changed = []
+        for name, module in self.saved.items():
+            if modules.get(name) is not module:
+                modules[name] = module
+                changed.append(f"`sys.modules[{name!r}]`")
+        return changed
+
+
+_BUILTINS = vars(builtins)
+
+
+class Builtins:
+    """The builtins as a session found them (``builtins.len``): put back before any other code
+    of the guard runs after a call, since all of it calls them (so this code calls none but
+    the ones it bound when it was defined)."""
+
+    def __init__(self):
+        self.saved = dict(vars(builtins))
+
+    def restore(self, now=_BUILTINS, all=all, map=map, is_=operator.is_) -> list[str]:
+        saved = self.saved
+        if now.keys() == saved.keys() and all(map(is_, map(now.get, saved), saved.values())):
+            return []
+        before = now.copy()
+        now.update(saved)  # the replaced and deleted ones first: no moment without them
+        for name in now.keys() - saved.keys():
+            del now[name]
+        names = before.keys() | saved.keys()
+        return [
+            f"`builtins.{name}`"
+            for name in sorted(names - {"_"})  # the last value shown: put back, not named
+            if before.get(name, parts.ABSENT) is not saved.get(name, parts.ABSENT)
+        ]
+
+
+_GRADING: list = [-1, []]  # sys.modules' length when last listed, and the list
+
+
 def grading_modules() -> list[ModuleType]:
     """The modules of the checks and of the guard now imported: their bindings and the
     contents of their dicts (a check's references, the library as imported) are the
-    grading's own, which no call may change."""
-    return [
-        module
-        for name, module in list(sys.modules.items())
-        if name.startswith(("attnlab.checks", "attnlab.guard")) and isinstance(module, ModuleType)
-    ]
+    grading's own, which no call may change.  Listed again only when a module was imported
+    since (``sys.modules`` grew): every session asks."""
+    if len(sys.modules) != _GRADING[0]:
+        _GRADING[:] = [
+            len(sys.modules),
+            [
+                module
+                for name, module in list(sys.modules.items())
+                if name.startswith(("attnlab.checks", "attnlab.guard"))
+                and isinstance(module, ModuleType)
+            ],
+        ]
+    return list(_GRADING[1])
 
 
 class ModuleDicts:

@@ -4,10 +4,12 @@ A :class:`Session` is one check, or one action of a widget, that calls a student
 (perhaps hundreds of times, from inside a model).  ``session.call(fn, *args)``:
 
 * **puts back what the function changed**: the attributes of the library's modules and classes
-  (:mod:`attnlab.guard.library`), the torch functions and classes the library uses (their
-  dunders too), the checks' and the guard's own modules and dicts, torch's global state, the
-  interpreter's settings (:class:`~attnlab.guard.state.ProcessState`), the shared models the
-  session was given and every model registered as loaded (:mod:`attnlab.guard.state`).  What
+  (:mod:`attnlab.guard.library`), torch's namespaces and every class of torch.nn (their
+  dunders too), the builtins, ``math``, numpy, ``sys``'s hooks and the library's, torch's and
+  numpy's entries of ``sys.modules``, the checks' and the guard's own modules and dicts,
+  torch's global state, the interpreter's settings (:class:`~attnlab.guard.state.ProcessState`),
+  the shared models the session was given and every model registered as loaded
+  (:mod:`attnlab.guard.state`).  What
   was put back is listed in ``session.changes`` (``"`attention.masked_softmax`"``), what
   cannot be in ``session.notes`` (a deleted checkpoint), both for the message:
   :meth:`Session.changed_message`;
@@ -46,10 +48,12 @@ from attnlab.guard.errors import StudentRaised, describe, kind_problem
 from attnlab.guard.library import (
     LIBRARY,
     LIBRARY_OWNERS,
-    TORCH_CLASSES,
-    TORCH_OWNERS,
+    STANDING_OWNERS,
     Attributes,
+    Builtins,
     ModuleDicts,
+    ModuleEntries,
+    Standing,
     grading_modules,
     module_dicts,
 )
@@ -107,8 +111,11 @@ def _children() -> set[int]:
     return found
 
 
+_current_frames = sys._current_frames  # bound here: a call may replace sys's attributes
+
+
 def _threads() -> set[int]:
-    return set(sys._current_frames())
+    return set(_current_frames())
 
 
 def _stop_threads(before: set[int]) -> tuple[list[str], list[str]]:
@@ -153,6 +160,17 @@ def _runaway_error() -> StudentRaised | None:
     return StudentRaised(error)
 
 
+_STANDING: list[Standing] = []  # the last session's (saved once: see _standing)
+
+
+def _standing() -> Standing:
+    """What a call rarely touches, as it is now (:class:`~attnlab.guard.library.Standing`):
+    the last session's snapshot where nothing changed since (one comparison, no copies)."""
+    if not (_STANDING and _STANDING[0].unchanged()):
+        _STANDING[:] = [Standing(STANDING_OWNERS)]
+    return _STANDING[0]
+
+
 class Session:
     """Calls of a student's function that leave nothing behind (see the module docstring).
 
@@ -173,6 +191,9 @@ class Session:
             self.share(label, model)
         self.grading = [*grading_modules(), LIBRARY]
         self.dicts = module_dicts(self.grading)
+        self.builtins = Builtins()
+        self.standing = _standing()
+        self.entries = ModuleEntries()
         self.children = _children()
         self.call_budget = CALL_BUDGET_S if call_budget is None else call_budget
         self.run_budget = RUN_BUDGET_S if run_budget is None else run_budget
@@ -204,7 +225,10 @@ class Session:
         try:
             with self.printed.capturing(), timer:
                 try:
-                    out = fn(*args, **kwargs)
+                    try:
+                        out = fn(*args, **kwargs)
+                    finally:  # first of all: all that follows calls the builtins
+                        self._builtins_changed = self.builtins.restore()
                 except (KeyboardInterrupt, OutOfTime):
                     raise
                 except BaseException as error:  # noqa: BLE001 - SystemExit too: never escapes
@@ -224,10 +248,9 @@ class Session:
         for model in self.models:
             model.before()
         self.loaded.before()
+        self._builtins_changed = []
         attributes = (
             Attributes(LIBRARY_OWNERS, strict=True),
-            Attributes(TORCH_OWNERS, strict=False),
-            Attributes(TORCH_CLASSES, strict=True),
             Attributes(self.grading, strict=True),
         )
         return (
@@ -243,8 +266,11 @@ class Session:
         torch_state, process, attributes, dicts, threads, forks = saved
         stopped, running = _stop_threads(threads)  # first: a thread could change it all again
         killed = _stop_children(self.children)
-        found = torch_state.restore()  # first: the default dtype sets torch.Storage back
-        found += process.restore()
+        found = self._builtins_changed + self.builtins.restore()  # a thread's, since
+        found += self.standing.restore()  # torch's, sys's: before the code that reads them
+        found += self.entries.restore()
+        found += torch_state.restore()  # first of torch's state: the default dtype sets
+        found += process.restore()  # torch.Storage back
         found += [w for s in attributes for w in s.restore()]
         found += dicts.restore()
         found += [w for model in self.models for w in model.restore()]

@@ -1,11 +1,12 @@
 r"""The state a call of a student's function may not change, saved before it and put back after.
 
 :class:`TorchState`: the default dtype and device, grad and inference mode, the thread count,
-deterministic algorithms, anomaly detection, torch's mode stacks, the global module hooks and
-the random state.  :class:`ProcessState`: the interpreter's and the process's settings a
-function can change in passing (the recursion limit, trace and profile functions, the SIGINT
-handler that the stop button needs, numpy's error settings, the warnings filters,
-``os.environ``).  :class:`SharedModel`: the parameters, buffers, sub-modules, code attributes
+deterministic algorithms, anomaly detection, the float32 matmul precision, flushing denormal
+numbers, torch's mode stacks, the global module hooks and the random state.
+:class:`ProcessState`: the interpreter's and the process's settings a function can change in
+passing (the recursion limit, trace and profile functions, the SIGINT handler that the stop
+button needs, numpy's error settings, the warnings filters, ``os.environ``, the working
+directory and the umask).  :class:`SharedModel`: the parameters, buffers, sub-modules, code attributes
 and hooks of a model the student's function runs inside; :func:`register_loaded` adds a model
 to those every session guards (a shipped model loaded once and kept in memory), with the files
 it was loaded from (:class:`LoadedModels`: a deleted file is named).  Each ``restore()`` puts
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import os
 import signal
+import struct
 import sys
 import threading
 import warnings
@@ -60,11 +62,28 @@ def _put_stack(saved: tuple, length, pop, push) -> None:
         push(mode)
 
 
+#: The smallest denormal double, made without arithmetic (which flushing would make 0).
+_DENORMAL = struct.unpack("<d", b"\x01" + bytes(7))[0]
+
+
+def _flushing_denormals() -> bool:
+    """Whether this thread flushes denormal numbers to zero (``torch.set_flush_denormal``: the
+    processor's setting, which Python's own arithmetic follows too; torch has no getter)."""
+    return _DENORMAL * 3.0 == 0.0
+
+
+def _umask() -> int:
+    mask = os.umask(0o077)  # the only way to read it; the stricter one for that moment
+    os.umask(mask)
+    return mask
+
+
 class TorchState:
     """torch's global state (see the module docstring): saved, compared, put back."""
 
     def __init__(self):
         self.dtype = torch.get_default_dtype()
+        self.storage = torch.Storage  # set with the default dtype
         self.device = _device_context()
         self.grad = torch.is_grad_enabled()
         self.inference = torch.is_inference_mode_enabled()
@@ -72,6 +91,8 @@ class TorchState:
         self.rng = torch.get_rng_state()
         self.deterministic = torch.are_deterministic_algorithms_enabled()
         self.anomaly = torch.is_anomaly_enabled()
+        self.precision = torch.get_float32_matmul_precision()
+        self.flush = _flushing_denormals()
         self.functions = _stack(torch._C._len_torch_function_stack, torch._C._get_function_stack_at)
         self.dispatch = _stack(torch._C._len_torch_dispatch_stack, torch._C._get_dispatch_stack_at)
         self.hooks = {name: dict(getattr(torch_module, name)) for name in _GLOBAL_HOOKS}
@@ -82,6 +103,9 @@ class TorchState:
         if torch.get_default_dtype() != self.dtype:
             changed.append(f"the default dtype (to {torch.get_default_dtype()})")
             torch.set_default_dtype(self.dtype)
+        if torch.Storage is not self.storage:
+            changed.append("`torch.Storage`")
+            torch.Storage = self.storage
         if torch.is_inference_mode_enabled() != self.inference:
             changed.append("inference mode (`torch.inference_mode`)")
             guard = torch._C._InferenceMode(self.inference)
@@ -99,6 +123,12 @@ class TorchState:
         if torch.is_anomaly_enabled() != self.anomaly:
             changed.append("anomaly detection")
             torch.set_anomaly_enabled(self.anomaly)
+        if torch.get_float32_matmul_precision() != self.precision:
+            changed.append("the float32 matmul precision (`torch.set_float32_matmul_precision`)")
+            torch.set_float32_matmul_precision(self.precision)
+        if _flushing_denormals() != self.flush:
+            changed.append("flushing denormal numbers (`torch.set_flush_denormal`)")
+            torch.set_flush_denormal(self.flush)
         changed += self._restore_hooks()
         torch.set_rng_state(self.rng)  # drawing random numbers is fine: no message
         return changed
@@ -151,6 +181,13 @@ class TorchState:
         return changed
 
 
+def _cwd() -> str | None:
+    try:
+        return os.getcwd()
+    except OSError:  # it was deleted
+        return None
+
+
 def _numpy_errors() -> dict | None:
     numpy = sys.modules.get("numpy")  # not imported here: a session does not load numpy
     return numpy.geterr() if numpy is not None else None
@@ -167,6 +204,8 @@ class ProcessState:
         self.numpy = _numpy_errors()
         self.filters = list(warnings.filters)
         self.environ = os.environ._data.copy()  # bytes: no decoding per call
+        self.cwd = _cwd()
+        self.umask = _umask()
 
     def restore(self) -> list[str]:
         changed = []
@@ -196,7 +235,23 @@ class ProcessState:
             changed.append("the warnings filters (`warnings.simplefilter`)")
             warnings.filters[:] = self.filters
             warnings._filters_mutated()
-        return changed + self._restore_environ()
+        return changed + self._restore_files() + self._restore_environ()
+
+    def _restore_files(self) -> list[str]:
+        """The working directory and the umask: where and how files are written."""
+        changed = []
+        if self.cwd is not None and _cwd() != self.cwd:
+            changed.append("the working directory (`os.chdir`)")
+            try:
+                os.chdir(self.cwd)
+            except OSError:
+                changed.append(
+                    f"deleted the working directory `{self.cwd}` (it cannot be put back)"
+                )
+        if _umask() != self.umask:
+            changed.append("the umask (`os.umask`)")
+            os.umask(self.umask)
+        return changed
 
     @staticmethod
     def _main_thread() -> bool:

@@ -12,13 +12,13 @@ import html
 import inspect
 import textwrap
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from pygments import highlight
 from pygments.formatters import HtmlFormatter
 from pygments.lexers import PythonLexer
 
-from attnlab.pictures import canvas
+from attnlab.pictures import canvas, frame_cache
 
 __all__ = ["Table", "Source", "Picture", "Message", "show_source", "MAX_WIDTH_PX", "CELL_PX"]
 
@@ -84,16 +84,36 @@ class Source:
         return f"# {self.name}\n{self.code}"
 
 
-@dataclass
 class Picture:
-    """A figure drawn on an Agg canvas; shows as PNG, its text form is a one-line summary."""
+    """A figure drawn on an Agg canvas; shows as PNG, its text form is a one-line summary.
 
-    fig: object
-    summary: str
-    data: dict = field(default_factory=dict)  # what was drawn, for code and tests
+    ``Picture(fig, summary, data)``: ``fig`` a Figure, or a function that draws it, called
+    when the figure is first needed (``.fig``).  With ``name`` and ``inputs`` (everything the
+    picture is drawn from) the PNG is read from the shipped pictures when they hold it
+    (:mod:`attnlab.pictures.frame_cache`): a Run-All then draws no figure at all.  ``code``:
+    the modules besides attnlab.pictures that draw it.
+    """
+
+    def __init__(self, fig, summary: str, data: dict | None = None, *, name: str | None = None,
+                 inputs=None, code: tuple[str, ...] = ()):  # fmt: skip
+        self._fig = fig
+        self.summary = summary
+        self.data = {} if data is None else data  # what was drawn, for code and tests
+        self._cached = None if name is None else (name, inputs, (*code, __name__))
+
+    @property
+    def fig(self):
+        if callable(self._fig):
+            self._fig = self._fig()
+        return self._fig
 
     def _repr_png_(self) -> bytes:
-        return canvas.png_bytes(self.fig, draw=True)
+        if self._cached is None:
+            return canvas.png_bytes(self.fig, draw=True)
+        name, inputs, code = self._cached
+        return frame_cache.rendered(
+            name, inputs, lambda: canvas.png_bytes(self.fig, draw=True), code
+        )
 
     def __repr__(self) -> str:
         return self.summary

@@ -41,20 +41,26 @@ def self_attention_heads(model, text: str, layer: int = 0) -> Picture:
     src = w["source_tokens"]
     weights = w["encoder_self"][layer]  # (h, n, n)
     h = weights.shape[0]
-    fig, sizes, axes = _sized_heatmaps(src, src, panels=h)
-    for ax in axes[1:]:
-        ax.sharey(axes[0])  # one row of query labels, on the left, for every panel
-    for k, ax in enumerate(axes):
-        heatmaps.still_heatmap(
-            ax, weights[k], src, src, title=f"head {k + 1}", colorbar=k == h - 1,
-            xlabel="key", ylabel="query" if k == 0 else "", sizes=sizes,
-        )  # fmt: skip
-        if k:
-            ax.tick_params(labelleft=False)
+
+    def draw():
+        fig, sizes, axes = _sized_heatmaps(src, src, panels=h)
+        for ax in axes[1:]:
+            ax.sharey(axes[0])  # one row of query labels, on the left, for every panel
+        for k, ax in enumerate(axes):
+            heatmaps.still_heatmap(
+                ax, weights[k], src, src, title=f"head {k + 1}", colorbar=k == h - 1,
+                xlabel="key", ylabel="query" if k == 0 else "", sizes=sizes,
+            )  # fmt: skip
+            if k:
+                ax.tick_params(labelleft=False)
+        return fig
+
     summary = (
         f"{model.card['name']}: encoder self-attention, layer {layer + 1}, {h} heads: {text!r}"
     )
-    return Picture(fig, summary, {"weights": weights, "source": src})
+    return Picture(draw, summary, {"weights": weights, "source": src},
+                   name="self_attention_heads", inputs=[weights, list(src)],
+                   code=(__name__,))  # fmt: skip
 
 
 def held_out_example(model, example: dict, what: str = "", layer: int | None = None, head=None):
@@ -73,15 +79,22 @@ def held_out_example(model, example: dict, what: str = "", layer: int | None = N
     alpha = result.alpha[-1 if layer is None else layer]  # (h, T, n)
     alpha = alpha.mean(axis=0) if head is None else alpha[head]  # (T, n)
     x, y = result.source_tokens, result.output_tokens
-    fig, sizes, (ax,) = _sized_heatmaps(x, y, title=title)
-    heatmaps.still_heatmap(
-        ax, alpha, x, y, title=title, xlabel="English (source i)", ylabel="output t", sizes=sizes
-    )
+
+    def draw():
+        fig, sizes, (ax,) = _sized_heatmaps(x, y, title=title)
+        heatmaps.still_heatmap(
+            ax, alpha, x, y, title=title, xlabel="English (source i)", ylabel="output t",
+            sizes=sizes,
+        )  # fmt: skip
+        return fig
+
     summary = (
         f"held-out (test split): {example['source']!r} -> {result.text!r}; reference "
         f"{example['reference']!r} ({'the same words' if right else 'different'})"
     )
-    return Picture(fig, summary, {"alpha": alpha, "output": result.text, "right": right})
+    return Picture(draw, summary, {"alpha": alpha, "output": result.text, "right": right},
+                   name="held_out_example", inputs=[alpha, list(x), list(y), title],
+                   code=(__name__,))  # fmt: skip
 
 
 def alpha_and_occlusion(example: dict, agreement: float) -> Picture:
@@ -91,20 +104,24 @@ def alpha_and_occlusion(example: dict, agreement: float) -> Picture:
     alpha = np.asarray(example["alpha"])[:, :-1]  # (T, n - 1)
     drop = np.clip(np.asarray(example["occlusion"]), 0, None)  # (T, n - 1) nats
     costs = "hiding word i costs (scaled)"
-    fig, sizes, (left, right) = _sized_heatmaps(x, y, panels=2, max_height=420, title=costs)
-    right.sharey(left)  # one row of output labels, on the left
-    heatmaps.still_heatmap(
-        left, alpha, x, y, title="alpha", xlabel="source i", ylabel="output t", sizes=sizes
-    )
-    heatmaps.still_heatmap(
-        right, drop / max(drop.max(), 1e-9), x, y, title=costs,
-        xlabel="source i", ylabel="", sizes=sizes,
-    )  # fmt: skip
-    right.tick_params(labelleft=False)
     t, a, k = example["step"], example["alpha_argmax"], example["occlusion_argmax"]
-    for ax in (left, right):
-        ax.axhline(t - 0.5, color="red", lw=2)
-        ax.axhline(t + 0.5, color="red", lw=2)
+
+    def draw():
+        fig, sizes, (left, right) = _sized_heatmaps(x, y, panels=2, max_height=420, title=costs)
+        right.sharey(left)  # one row of output labels, on the left
+        heatmaps.still_heatmap(
+            left, alpha, x, y, title="alpha", xlabel="source i", ylabel="output t", sizes=sizes
+        )
+        heatmaps.still_heatmap(
+            right, drop / max(drop.max(), 1e-9), x, y, title=costs,
+            xlabel="source i", ylabel="", sizes=sizes,
+        )  # fmt: skip
+        right.tick_params(labelleft=False)
+        for ax in (left, right):
+            ax.axhline(t - 0.5, color="red", lw=2)
+            ax.axhline(t + 0.5, color="red", lw=2)
+        return fig
+
     cost = np.asarray(example["occlusion"])[t]  # nats
     summary = (
         f"{example['source']!r} -> {example['output']!r}, output {t + 1} ({y[t]!r}): alpha "
@@ -112,4 +129,5 @@ def alpha_and_occlusion(example: dict, agreement: float) -> Picture:
         f"{cost[k]:.1f} nats, hiding {x[a]!r} {cost[a]:.2f}. Over the test split alpha's "
         f"argmax is the most costly word at {agreement:.0%} of the steps"
     )
-    return Picture(fig, summary, {"alpha": alpha, "drop": drop})
+    return Picture(draw, summary, {"alpha": alpha, "drop": drop}, name="alpha_and_occlusion",
+                   inputs=[alpha, drop, list(x), list(y), t], code=(__name__,))  # fmt: skip

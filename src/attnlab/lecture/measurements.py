@@ -116,12 +116,23 @@ def graph_depth(out: torch.Tensor) -> int:
     return depth[root]
 
 
-def sequential_steps(lengths: Sequence[int] = (8, 32, 128, 512), d: int = 32) -> Table:
+SEQUENTIAL_STEPS = {"lengths": [8, 32, 128, 512], "d": 32}  # what the deck counts
+
+
+def sequential_steps(
+    lengths: Sequence[int] = (8, 32, 128, 512), d: int = 32, cached: dict | None = None
+) -> Table:
     """Sequential steps (:func:`graph_depth`) of a GRU over n tokens and of self-attention.
 
     The GRU computes h_t = GRUCell(x_t, h_{t-1}) for t = 1..n; one self-attention layer
     (:class:`attnlab.attention.MultiHeadAttention`, 4 heads) computes all n outputs at once.
+    The counts of :data:`SEQUENTIAL_STEPS` are read from ``results/deck.json`` (``cached``,
+    default the shipped file, as :func:`measure` wrote them: the same graphs, counted once);
+    any other lengths or d are counted now.
     """
+    stored = _stored_steps(cached)
+    if stored is not None and stored["lengths"] == [int(n) for n in lengths] and stored["d"] == d:
+        return Table(stored["header"], stored["rows"], caption=stored["caption"])
     torch.manual_seed(0)
     cell, mha = torch.nn.GRUCell(d, d), A.MultiHeadAttention(d, 4)
     rows = []
@@ -137,6 +148,16 @@ def sequential_steps(lengths: Sequence[int] = (8, 32, 128, 512), d: int = 32) ->
         rows,
         caption="Longest chain of operations that must run one after another (autograd graph)",
     )
+
+
+def _stored_steps(cached: dict | None) -> dict | None:
+    """The counts :func:`measure` stored, or None (no file, or one written before them)."""
+    if cached is None:
+        try:
+            cached = read_measurements()
+        except (FileNotFoundError, ValueError):
+            return None
+    return cached.get("sequential_steps")
 
 
 def flops_per_step(kind: str, task: str = "reverse", batch: int = 128, seed: int = 1) -> float:
@@ -228,14 +249,23 @@ HEAD_STUDY = {"model": "transformer-dates", "n": 200}
 
 
 def measure() -> dict:
-    """Run the slow measurements the deck shows: FLOPs per training step, the head study."""
+    """Run the measurements the deck shows: FLOPs per training step, the head study, the
+    sequential steps."""
     flops = {kind: flops_per_step(kind, "reverse", batch=128) for kind in COMPARED}
     model = load(HEAD_STUDY["model"])
     heads = head_study(model, n=HEAD_STUDY["n"])
     return {
         "flops_per_step": {"task": "reverse", "batch": 128, "gflop": flops},
         "head_study": {**HEAD_STUDY, "header": heads.header, "rows": heads.rows},
+        "sequential_steps": _counted_steps(),
     }
+
+
+def _counted_steps() -> dict:
+    """:data:`SEQUENTIAL_STEPS` counted now (as :func:`sequential_steps` shows them)."""
+    steps = sequential_steps(**SEQUENTIAL_STEPS, cached={})
+    return {**SEQUENTIAL_STEPS, "header": steps.header, "rows": steps.rows,
+            "caption": steps.caption}  # fmt: skip
 
 
 def write_measurements(path: Path | str = MEASUREMENTS_FILE) -> Path:

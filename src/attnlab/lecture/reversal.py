@@ -63,20 +63,25 @@ def alignment_failure(model, length: int = 45, seed: int = 0) -> Picture:
     alpha = result.alpha.reshape(-1, *result.alpha.shape[-2:]).mean(axis=0)  # (T, n)
     wrong = _first_wrong(result.text, digits[::-1])
     T, n = alpha.shape
-    fig, sizes = canvas.slide_figure(760, 460)
-    ax = fig.add_subplot()
-    x, y = [str(i) for i in range(1, n + 1)], [str(t) for t in range(1, T + 1)]  # 1-based
-    heatmaps.still_heatmap(
-        ax, alpha, x, y, xlabel="source position i", ylabel="output step t", sizes=sizes
-    )
-    ax.plot([length - 1 - t for t in range(length)], range(length), ":", color="white", lw=2)
-    if wrong is not None:
-        ax.axhline(wrong - 0.5, color="red", lw=2)  # above the first wrong row
     right = length if wrong is None else wrong
-    ax.set_title(f"{length} digits in: the first {right} outputs right", fontsize=sizes.title)
+
+    def draw():
+        fig, sizes = canvas.slide_figure(760, 460)
+        ax = fig.add_subplot()
+        x, y = [str(i) for i in range(1, n + 1)], [str(t) for t in range(1, T + 1)]  # 1-based
+        heatmaps.still_heatmap(
+            ax, alpha, x, y, xlabel="source position i", ylabel="output step t", sizes=sizes
+        )
+        ax.plot([length - 1 - t for t in range(length)], range(length), ":", color="white", lw=2)
+        if wrong is not None:
+            ax.axhline(wrong - 0.5, color="red", lw=2)  # above the first wrong row
+        ax.set_title(f"{length} digits in: the first {right} outputs right", fontsize=sizes.title)
+        return fig
+
     summary = (
         f"{length} digits in, {len(result.text)} out; first wrong output digit: "
         f"{'none' if wrong is None else wrong + 1}"
     )
     data = {"digits": digits, "output": result.text, "first_wrong": wrong, "alpha": alpha}
-    return Picture(fig, summary, data)
+    return Picture(draw, summary, data, name="alignment_failure",
+                   inputs=[alpha, length, wrong], code=(__name__,))  # fmt: skip

@@ -44,9 +44,13 @@ def causal_demo(mask: torch.Tensor | None = None, n: int = 6, d_k: int = 8, seed
     except (TypeError, ValueError) as err:
         return Message(f"✗ {err}")
     future = float(weights.triu(diagonal=1).sum())  # weight on keys j > t
-    fig = plots.mask_and_weights(mask.numpy(), weights.numpy())
+    drawn = (mask.numpy(), weights.numpy())
     summary = f"masked self-attention, n = {n}: total weight on future positions = {future:.3f}"
-    return Picture(fig, summary, {"weights": weights, "mask": mask, "future": future})
+    return Picture(
+        lambda: plots.mask_and_weights(*drawn), summary,
+        {"weights": weights, "mask": mask, "future": future},
+        name="causal_demo", inputs=drawn, code=(__name__,),
+    )  # fmt: skip
 
 
 def head_grid(model, text: str) -> Picture:
@@ -80,28 +84,36 @@ def three_attentions(model, text: str, layer: int = -1) -> Picture:
         ("masked decoder self", _mean_heads(w["decoder_self"][layer]), inputs, inputs),
         ("cross (decoder -> encoder)", _mean_heads(w["cross"][layer]), src, inputs),
     ]
-    fig, sizes = canvas.slide_figure(MAX_WIDTH_PX, 455)
-    axes = fig.subplots(1, 3, width_ratios=[len(src), len(out) + 2, len(src) + 3])
-    labels = [("source", "source"), ("decoder input", "decoder input"), ("source", "")]
-    for k, (ax, (title, values, x, y)) in enumerate(zip(axes, panels, strict=True)):
-        xlabel, ylabel = labels[k]
-        heatmaps.still_heatmap(
-            ax,
-            values,
-            x,
-            y,
-            title=title,
-            colorbar=k == 2,
-            xlabel=xlabel,
-            ylabel=ylabel,
-            sizes=sizes,
-        )
+
+    def draw():
+        fig, sizes = canvas.slide_figure(MAX_WIDTH_PX, 455)
+        axes = fig.subplots(1, 3, width_ratios=[len(src), len(out) + 2, len(src) + 3])
+        labels = [("source", "source"), ("decoder input", "decoder input"), ("source", "")]
+        for k, (ax, (title, values, x, y)) in enumerate(zip(axes, panels, strict=True)):
+            xlabel, ylabel = labels[k]
+            heatmaps.still_heatmap(
+                ax,
+                values,
+                x,
+                y,
+                title=title,
+                colorbar=k == 2,
+                xlabel=xlabel,
+                ylabel=ylabel,
+                sizes=sizes,
+            )
+        return fig
+
     nlayers = w["encoder_self"].shape[0]
     summary = (
         f"layer {range(nlayers)[layer] + 1} of {nlayers}, mean over the heads: {text!r} -> "
         f"{''.join(out[:-1])!r}"
     )
-    return Picture(fig, summary, {title: values for title, values, _, _ in panels})
+    drawn = [[title, values, list(x), list(y)] for title, values, x, y in panels]
+    return Picture(
+        draw, summary, {title: values for title, values, _, _ in panels},
+        name="three_attentions", inputs=[drawn, len(out)], code=(__name__,),
+    )  # fmt: skip
 
 
 def positional_encoding_picture(n: int = 40, d: int = 64, at: int = 10) -> Picture:
@@ -114,26 +126,33 @@ def positional_encoding_picture(n: int = 40, d: int = 64, at: int = 10) -> Pictu
     """
     pe = A.positional_encoding(n, d)  # (n, d), row pos = 0..n-1
     similarity = (pe @ pe[at]).numpy()  # PE[pos] . PE[at]: (n,)
-    fig, sizes = canvas.slide_figure(MAX_WIDTH_PX, 380)
-    sin_ax, cos_ax, right = fig.subplots(1, 3, width_ratios=[1, 1, 1.1])
-    for ax, name, cols in ((sin_ax, "sin", pe[:, 0::2]), (cos_ax, "cos", pe[:, 1::2])):
-        im = ax.imshow(cols.numpy().T, cmap="RdBu_r", vmin=-1, vmax=1, aspect="auto")
-        ax.set_xlabel("position pos", fontsize=sizes.label)
-        ax.set_title(rf"$\{name}(pos\,/\,10000^{{2i/d}})$", fontsize=sizes.label)
-    sin_ax.set_ylabel("pair index i", fontsize=sizes.label)
-    fig.colorbar(im, ax=cos_ax, fraction=0.08).ax.tick_params(labelsize=sizes.tick)
-    right.plot(range(n), similarity, "o-", markersize=4)
-    right.axvline(at, color="0.6", lw=1)
-    right.set_xlabel("position pos", fontsize=sizes.label)
-    right.set_title(f"PE[pos] · PE[{at}]", fontsize=sizes.label)
-    for ax in (sin_ax, cos_ax, right):
-        ax.tick_params(labelsize=sizes.tick)
+
+    def draw():
+        fig, sizes = canvas.slide_figure(MAX_WIDTH_PX, 380)
+        sin_ax, cos_ax, right = fig.subplots(1, 3, width_ratios=[1, 1, 1.1])
+        for ax, name, cols in ((sin_ax, "sin", pe[:, 0::2]), (cos_ax, "cos", pe[:, 1::2])):
+            im = ax.imshow(cols.numpy().T, cmap="RdBu_r", vmin=-1, vmax=1, aspect="auto")
+            ax.set_xlabel("position pos", fontsize=sizes.label)
+            ax.set_title(rf"$\{name}(pos\,/\,10000^{{2i/d}})$", fontsize=sizes.label)
+        sin_ax.set_ylabel("pair index i", fontsize=sizes.label)
+        fig.colorbar(im, ax=cos_ax, fraction=0.08).ax.tick_params(labelsize=sizes.tick)
+        right.plot(range(n), similarity, "o-", markersize=4)
+        right.axvline(at, color="0.6", lw=1)
+        right.set_xlabel("position pos", fontsize=sizes.label)
+        right.set_title(f"PE[pos] · PE[{at}]", fontsize=sizes.label)
+        for ax in (sin_ax, cos_ax, right):
+            ax.tick_params(labelsize=sizes.tick)
+        return fig
+
     peak = int(np.argmax(similarity))
     summary = (
         f"positional encoding (n={n}, d={d}): sin and cos by pair index i = 0..{d // 2 - 1}; "
         f"PE[pos]·PE[{at}] peaks at pos = {peak}"
     )
-    return Picture(fig, summary, {"pe": pe, "similarity": similarity})
+    return Picture(
+        draw, summary, {"pe": pe, "similarity": similarity},
+        name="positional_encoding", inputs=[pe.numpy(), similarity, at], code=(__name__,),
+    )  # fmt: skip
 
 
 # --------------------------------------------------------------------------- teacher forcing

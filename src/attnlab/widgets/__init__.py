@@ -8,10 +8,12 @@
 * :class:`HeadView`: every head of a trained Transformer on a date or a phrase the room types.
 
 Every widget is an ``ipywidgets.VBox`` that displays itself; see each class for the
-attributes that code and tests use.  Each renders its pictures when it is built, one per
-value of its controls, into Stacks that the controls pick in the browser (``jslink``, see
+attributes that code and tests use.  Each has its pictures when it is built, one per
+value of its controls, in Stacks that the controls pick in the browser (``jslink``, see
 :mod:`attnlab.widgets._frames`): a control moves the picture without a kernel round trip,
-and in an exported page without any kernel.  Type sizes come from ``attnlab.pictures.typography.TYPE``.
+and in an exported page without any kernel.  The pictures the deck shows are read from the
+shipped frames (:mod:`attnlab.pictures.frame_cache`, keyed by what each draws); any other
+(a typed date, another model, a student's score) is drawn.  Type sizes come from ``attnlab.pictures.typography.TYPE``.
 """
 
 from .decode_stepper import DecodeStepper

@@ -41,6 +41,7 @@ from attnlab.guard import parts
 from attnlab.guard.sandbox import Session
 from attnlab.models.threads import torch_threads
 from attnlab.pictures.canvas import png_bytes, slide_figure
+from attnlab.pictures.frame_cache import rendered_all
 from attnlab.pictures.typography import literal
 
 from ._base import ModelWidget, readable, short, unknown_words
@@ -243,11 +244,19 @@ class DecodeStepper(ModelWidget):
             for t in range(T)
         ]
         lines = [context_line(alpha[t], d.source_tokens, t + 1) if rnn else "" for t in range(T)]
-        with warnings.catch_warnings():  # a glyph the font lacks: a box, never a warning
-            warnings.simplefilter("ignore", UserWarning)
-            pictures = self._renderer.frames(
-                alpha, d.source_tokens, d.output_tokens, self._title(), captions, lines
-            )
+        drawn = [alpha, list(d.source_tokens), list(d.output_tokens), self._title(), captions,
+                 lines]  # fmt: skip
+
+        def draw() -> list[bytes]:
+            with warnings.catch_warnings():  # a glyph the font lacks: a box, never a warning
+                warnings.simplefilter("ignore", UserWarning)
+                return self._renderer.frames(*drawn)
+
+        # every step's picture, read from the shipped frames when they hold them all
+        steps = [[*drawn, t] for t in range(T)]
+        pictures = rendered_all(
+            "DecodeStepper", steps, draw, code=[__name__, DecodeFrames.__module__]
+        )
         self.grid.resize(T + 1)
         self.grid.set((0,), blank_frame(), t=0, rows=alpha[:0], context="")
         for t, picture in enumerate(pictures):

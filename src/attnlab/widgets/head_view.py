@@ -20,6 +20,7 @@ import numpy as np
 from attnlab.models import catalogue
 from attnlab.models.threads import torch_threads
 from attnlab.pictures.canvas import png_bytes, slide_figure
+from attnlab.pictures.frame_cache import rendered
 from attnlab.pictures.heatmaps import Heatmap, heatmap_room
 from attnlab.pictures.typography import TYPE, literal
 
@@ -147,7 +148,8 @@ class HeadView(ModelWidget):
             for layer in range(layers):
                 weights = np.asarray(w[key][layer], dtype=float)  # (h, m, n)
                 title = short(f"{self.model_chooser.value}, {label}, layer {layer + 1}", 70)
-                png = picture(weights, src, queries, title, (xlabel, ylabel))
+                drawn = [weights, src, queries, title, (xlabel, ylabel)]
+                png = rendered("HeadView", drawn, lambda d=drawn: picture(*d), code=[__name__])
                 self.grid.set((k, layer), png, weights=weights, keys=src, queries=queries,
                               kind=label, layer=layer + 1)  # fmt: skip
         self.grid.select()

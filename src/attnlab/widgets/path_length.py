@@ -25,6 +25,7 @@ from PIL import Image
 
 from attnlab.experiments import path_lengths as paths
 from attnlab.pictures.canvas import cache_background, png_bytes, restore_background, slide_figure
+from attnlab.pictures.frame_cache import rendered
 
 from ._base import BaseWidget, readable
 from ._frames import FrameGrid
@@ -162,13 +163,13 @@ class PathLengthExplorer(BaseWidget):
 
     def _render(self) -> None:
         for kind, grid in self.grids.items():
-            panel = Panel(kind)
+            panel: list[Panel] = []  # its figure, made on the first picture to draw
             for index in grid.indices():
                 n = N_VALUES[index[-1]]
                 k = K_VALUES[index[0]] if len(index) == 2 else K_VALUES[0]
                 graph = paths.dependency_graph(kind, n, k)
                 path = paths.shortest_path(graph)  # BFS
-                grid.set(index, panel.png(graph, path), graph=graph, path=path)
+                grid.set(index, self._png(panel, graph, path), graph=graph, path=path)
         for i, j in self.tables.indices():
             n, k = N_VALUES[j], K_VALUES[i]
             lengths = {
@@ -179,6 +180,20 @@ class PathLengthExplorer(BaseWidget):
             html_table = self._table_html(n, k, lengths, exact, orders)
             self.tables.set((i, j), html_table, n=n, k=k, lengths=lengths, exact=exact,
                             orders=orders)  # fmt: skip
+
+    @staticmethod
+    def _png(panel: list, graph: paths.Graph, path: list) -> bytes:
+        """A graph's picture, read from the shipped frames when they hold it
+        (:mod:`attnlab.pictures.frame_cache`), else drawn by the kind's ``panel``."""
+
+        def draw() -> bytes:
+            if not panel:
+                panel.append(Panel(graph.kind))
+            return panel[0].png(graph, path)
+
+        edges = np.asarray(graph.edges, dtype=np.int64).reshape(-1, 2, 2)  # one array: fast
+        drawn = [graph.kind, graph.n, graph.layers, edges, np.asarray(path, dtype=np.int64)]
+        return rendered("PathLengthExplorer", drawn, draw, code=[__name__])
 
     def _panel(self, table_index: tuple[int, int], kind: str):
         """The panel frame of ``kind`` for the table frame (k index, n index)."""

@@ -31,6 +31,7 @@ import torch
 from attnlab.attention import causal_mask, dot_score, masked_softmax, scaled_dot_score
 from attnlab.models.threads import torch_threads
 from attnlab.pictures.canvas import cache_background, png_bytes, restore_background, slide_figure
+from attnlab.pictures.frame_cache import rendered
 from attnlab.pictures.heatmaps import Heatmap
 from attnlab.pictures.typography import literal
 from attnlab.training.checkpoints import load
@@ -153,7 +154,7 @@ class ScaledDotExplorer(BaseWidget):
         self.text = widgets.Text(value="3 May 1979", description="date", continuous_update=False)
         self.head = widgets.Dropdown(options=[("layer 1, head 1", (0, 0))], description="head")
         self.trained_box = widgets.HBox([self.text, self.head], layout={"display": "none"})
-        self._build_figure()
+        self.fig = None  # built on the first frame that is not in the shipped frames
         self.grid = FrameGrid(
             [(self.mode, "index"), (self.scale_toggle, "index"), (self.mask_toggle, "index"),
              (self.d_k_slider, "index")],
@@ -174,7 +175,7 @@ class ScaledDotExplorer(BaseWidget):
         self.preset.on_click(lambda _: self.show_point())
         self.guard(self._load_trained)  # its frames too, for the exported page
         self.show_message("")  # a model that cannot load is said when the mode is chosen
-        self._render_random()  # last: the figure is left as the random mode draws it
+        self._render_random()
         self.grid.select()
 
     # ------------------------------------------------------------------ figure and frames
@@ -215,25 +216,39 @@ class ScaledDotExplorer(BaseWidget):
         self._layout = (tuple(keys), tuple(queries), trained)
 
     def _frame(self, index, Q, K, keys, queries, scaled: bool, causal: bool, trained: bool):
-        """Render one frame and store it with the numbers it shows."""
+        """Store one frame with the numbers it shows; its picture is read from the shipped
+        frames when they hold it (:mod:`attnlab.pictures.frame_cache`), else drawn."""
         values = panels(Q, K, scaled, causal)
+        used = "QKᵀ/√d_k" if scaled else "QKᵀ"
+        title = f"softmax({used})" + (", causal" if causal else "")
+        line = summary(values, Q.shape[1])
+        drawn = [values["scores"], values["scaled_scores"], values["weights"], list(keys),
+                 list(queries), trained, title, line]  # fmt: skip
+        picture = rendered(
+            "ScaledDotExplorer", drawn,
+            lambda: self._draw(values, keys, queries, trained, title, line), code=[__name__],
+        )  # fmt: skip
+        weights = values["weights"]
+        self.grid.set(
+            index, picture, **values, readout=line, Q=Q, K=K,
+            tokens=list(keys), queries=list(queries), row_max=weights.max(axis=1),
+            row_entropy=row_entropy(weights), scaled=scaled, causal=causal, trained=trained,
+        )  # fmt: skip
+
+    def _draw(self, values: dict, keys, queries, trained: bool, title: str, line: str) -> bytes:
+        """The picture of one frame: the static parts cached, the panels blitted over them."""
+        if self.fig is None:
+            self._build_figure()
         self._set_layout(keys, queries, trained)
         restore_background(self.fig, self._background)
         for panel, key in zip(self.panels, ("scores", "scaled_scores", "weights"), strict=True):
             panel.set_data(values[key])
             panel.blit()
-        used = "QKᵀ/√d_k" if scaled else "QKᵀ"
-        self.softmax_title.set_text(f"softmax({used})" + (", causal" if causal else ""))
-        line = summary(values, Q.shape[1])
+        self.softmax_title.set_text(title)
         self.caption.set_text(literal(line))
         for text in (self.softmax_title, self.caption):
             self.fig.draw_artist(text)
-        weights = values["weights"]
-        self.grid.set(
-            index, png_bytes(self.fig, palette=True), **values, readout=line, Q=Q, K=K,
-            tokens=list(keys), queries=list(queries), row_max=weights.max(axis=1),
-            row_entropy=row_entropy(weights), scaled=scaled, causal=causal, trained=trained,
-        )  # fmt: skip
+        return png_bytes(self.fig, palette=True)
 
     def _render_random(self) -> None:
         keys, queries = random_labels(self._Q_all.shape[0])

@@ -25,6 +25,7 @@ from attnlab.decode import decode
 from attnlab.models import catalogue
 from attnlab.models.threads import torch_threads
 from attnlab.pictures.canvas import png_bytes, slide_figure
+from attnlab.pictures.frame_cache import rendered
 from attnlab.pictures.heatmaps import Heatmap, heatmap_room
 from attnlab.pictures.typography import TYPE, literal
 from attnlab.training.checkpoints import load
@@ -129,11 +130,20 @@ class ScoreLab(BaseWidget):
             ax.set_axis_off()
         return fig, sizes, axes[:k], cols
 
+    def _titles(self, decodings: dict) -> list[str]:
+        """Each panel's title: its score's formula, its name and its recorded exact match."""
+        titles = []
+        for name in decodings:
+            match = recorded_exact_match(self.models[name])
+            score = f"{100 * match:.1f}% exact" if match is not None else "no card"
+            titles.append(f"{FORMULAS.get(name, '')}\n{literal(said(name))}: {score}")
+        return titles
+
     def _picture(self, decodings: dict) -> tuple[bytes, dict]:
-        """The PNG of one date, and what it drew: ``titles`` (formula, name, exact match),
-        ``fig`` and ``panels`` (name -> its Heatmap)."""
+        """The PNG of one date, and what it drew: ``fig`` and ``panels`` (name -> Heatmap)."""
         fig, sizes, axes, cols = self._figure(decodings)
-        titles, panels = [], {}
+        panels = {}
+        titles = self._titles(decodings)
         for k, (ax, (name, d)) in enumerate(zip(axes, decodings.items(), strict=True)):
             heat = Heatmap(ax, colorbar=k % cols == cols - 1, xlabel="source", sizes=sizes,
                            ylabel="output" if k % cols == 0 else "")  # fmt: skip
@@ -141,12 +151,16 @@ class ScoreLab(BaseWidget):
             heat.set_labels(d.source_tokens, d.output_tokens)
             heat.set_data(d.alpha[0].mean(axis=0))  # (T, n): RNN models have L = h = 1
             panels[name] = heat
-            match = recorded_exact_match(self.models[name])
-            score = f"{100 * match:.1f}% exact" if match is not None else "no card"
-            titles.append(f"{FORMULAS.get(name, '')}\n{literal(said(name))}: {score}")
-            ax.set_title(titles[-1], fontsize=sizes.label)
-        return png_bytes(fig, draw=True, palette=True), {"titles": titles, "fig": fig,
-                                                          "panels": panels}  # fmt: skip
+            ax.set_title(titles[k], fontsize=sizes.label)
+        return png_bytes(fig, draw=True, palette=True), {"fig": fig, "panels": panels}
+
+    def _png(self, decodings: dict, titles: list[str]) -> bytes:
+        """The picture of one date: read from the shipped frames when they hold it
+        (:mod:`attnlab.pictures.frame_cache`: keyed by what it draws), else drawn."""
+        drawn = [(name, d.source_tokens, d.output_tokens, d.alpha[0].mean(axis=0))
+                 for name, d in decodings.items()]  # fmt: skip
+        return rendered("ScoreLab", [drawn, titles], lambda: self._picture(decodings)[0],
+                        code=[__name__])  # fmt: skip
 
     def _decode_all(self, text: str) -> dict:
         with torch_threads(1):  # batch 1: a second thread brings nothing (attnlab.models.threads)
@@ -155,10 +169,11 @@ class ScoreLab(BaseWidget):
     def _add(self, text: str) -> None:
         """Decode ``text`` with every model and add its picture as a frame (InvalidInput)."""
         decodings = self._decode_all(text)
-        picture, drawn = self._picture(decodings)
+        titles = self._titles(decodings)
+        picture = self._png(decodings, titles)
         n = len(self.date.options)
         self.grid.resize(n + 1)
-        self.grid.set((n,), picture, text=text, decodings=decodings, **drawn)
+        self.grid.set((n,), picture, text=text, decodings=decodings, titles=titles)
         with self.hold_trait_notifications():
             self.date.options = [*self.date.options, text]
 
@@ -180,15 +195,23 @@ class ScoreLab(BaseWidget):
         """The Frame of the date the dropdown selects."""
         return self.grid.frame()
 
+    def _drawn(self) -> dict:
+        """The figure of the date shown, drawn when first asked for (the frame's PNG may
+        have been read from the shipped frames: no figure is kept for it)."""
+        data = self.frame.data
+        if "fig" not in data:
+            data.update(self._picture(data["decodings"])[1])
+        return data
+
     @property
     def fig(self):
         """The figure of the date shown (its text sizes: ``typography.text_sizes``)."""
-        return self.frame.data["fig"]
+        return self._drawn()["fig"]
 
     @property
     def panels(self) -> dict:
         """name -> the Heatmap of that model in the picture shown."""
-        return dict(self.frame.data["panels"])
+        return dict(self._drawn()["panels"])
 
     @property
     def decodings(self) -> dict:
