@@ -224,3 +224,47 @@ def test_the_watch_sees_torchs_fused_attention():
         ["check_scaled_dot_product_attention"], source, "scaled_dot_product_attention"
     )
     assert result["check_scaled_dot_product_attention"].category == "not_allowed"
+
+
+@pytest.mark.parametrize(
+    "source, words",
+    [
+        ("L = attnlab\nR = L.checks.exercises.reference\n", "`attnlab`"),
+        ("import sys\ndef f(s, h):\n    w = sys.getprofile()\n", "imports `sys`"),
+        ("import threading\n", "imports `threading`"),
+        (
+            "def f(s, h):\n    return torch.sys.modules['attnlab.attention'].dot_score(s, h)\n",
+            "leads out of the maths",
+        ),
+        (
+            "def f(Q, K, V):\n    return torch.ops.aten._scaled_dot_product_attention_math(Q, K, V)\n",
+            "attribute",
+        ),
+        (
+            "def f(s, h):\n    return exercise('dot_score').__closure__[0].cell_contents(s, h)\n",
+            "`__closure__`",
+        ),
+        ("def f(x):\n    return getattr(x, 'o' + 'ps')\n", "computed name"),
+        ("def f(x):\n    return vars(torch)\n", "`vars`"),
+        (
+            "def f(s, h):\n    def peek():\n        yield g.gi_frame.f_back\n"
+            "    g = peek()\n    frame = next(g)\n    return frame.f_globals['reference']\n",
+            "frames, code and tracebacks",
+        ),
+        (
+            "def f(s, h):\n    try:\n        1 / 0\n    except Exception as e:\n"
+            "        return e.with_traceback(None).tb_frame\n",
+            "`tb_frame`",
+        ),
+    ],
+)
+def test_a_graded_cell_imports_only_the_maths_and_reaches_no_other_code(source, words):
+    why = forbidden(source, "dot_score")
+    assert why is not None and words in why, why
+
+
+def test_the_honest_submission_breaks_no_rule():
+    import submissions
+
+    for name, source in submissions.HONEST.items():
+        assert forbidden(source, name) is None, name

@@ -530,3 +530,116 @@ def test_the_working_directory_umask_matmul_precision_and_denormals_are_put_back
         assert words in r["changes"], (words, r["changes"])
     assert not r["ok"] and r["cwd"] and r["mask"] and r["good"]
     assert r["precision"] == "highest" and r["denormal"]
+
+
+def test_a_blocked_alarm_signal_is_unblocked_named_and_later_budgets_still_ring(run):
+    r = run("""
+        import signal
+        def blocks(s, h):
+            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})
+            return right(s, h)
+        session = sandbox.Session()
+        session.call(blocks, torch.ones(1, 2, 3), torch.ones(1, 4, 3))
+        after = signal.SIGALRM in signal.pthread_sigmask(signal.SIG_BLOCK, [])
+        def sleeps(s, h):
+            time.sleep(20)
+        start = time.perf_counter()
+        slept = checks.check_dot_score(sleeps)
+        took = time.perf_counter() - start
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})  # the notebook's own
+        start = time.perf_counter()
+        blocked_before = checks.check_dot_score(sleeps)
+        took_blocked = time.perf_counter() - start
+        kept = signal.SIGALRM in signal.pthread_sigmask(signal.SIG_BLOCK, [])
+        out(changes=" ".join(session.changes), after=after, took=took, took_blocked=took_blocked,
+            message=slept.message, blocked_message=blocked_before.message, kept=kept)
+    """)
+    assert "the signal mask (`signal.pthread_sigmask`)" in r["changes"], r["changes"]
+    assert not r["after"]
+    assert "took longer than 2 s" in r["message"] and r["took"] < 10, r
+    assert "took longer than 2 s" in r["blocked_message"] and r["took_blocked"] < 10, r
+    assert r["kept"]  # blocked by the notebook before the check: blocked again after
+
+
+def test_lowered_resource_limits_are_put_back_or_named_when_they_cannot_be(run):
+    r = run("""
+        import resource
+        N = resource.RLIMIT_NOFILE
+        soft, hard = resource.getrlimit(N)
+        stack = resource.getrlimit(resource.RLIMIT_STACK)
+        def lowers_soft(s, h):
+            resource.setrlimit(N, (16, hard))
+            resource.setrlimit(resource.RLIMIT_STACK, (1 << 20, stack[1]))
+            return right(s, h)
+        session = sandbox.Session()
+        session.call(lowers_soft, torch.ones(1, 2, 3), torch.ones(1, 4, 3))
+        back = resource.getrlimit(N) == (soft, hard) and resource.getrlimit(
+            resource.RLIMIT_STACK) == stack
+        if os.geteuid() == 0:  # root may raise a hard limit again: a student's kernel may not
+            os.setresuid(65534, 65534, 65534)
+        def lowers_hard(s, h):
+            resource.setrlimit(N, (64, 128))
+            return right(s, h)
+        lowered = sandbox.Session()
+        lowered.call(lowers_hard, torch.ones(1, 2, 3), torch.ones(1, 4, 3))
+        out(changes=" ".join(session.changes), back=back, now=resource.getrlimit(N),
+            message=lowered.changed_message())
+    """)
+    assert "`RLIMIT_NOFILE`" in r["changes"] and "`RLIMIT_STACK`" in r["changes"], r["changes"]
+    assert r["back"]
+    assert "lowered the hard resource limit `RLIMIT_NOFILE`" in r["message"], r["message"]
+    assert "restart the kernel" in r["message"] and r["now"] == [128, 128], r
+
+
+def test_gc_switch_interval_excepthook_import_paths_and_print_options_are_put_back(run):
+    r = run("""
+        import gc, threading
+        from torch import _tensor_str
+        interval, hook = sys.getswitchinterval(), threading.excepthook
+        path, meta = tuple(sys.path), tuple(sys.meta_path)
+        options = dict(vars(_tensor_str.PRINT_OPTS))
+        class Finder:
+            def find_spec(self, *a):
+                return None
+        def meddles(s, h):
+            gc.disable()
+            sys.setswitchinterval(1.0)
+            threading.excepthook = lambda args: None
+            sys.path.insert(0, "/tmp/elsewhere")
+            sys.meta_path.insert(0, Finder())
+            torch.set_printoptions(precision=1, sci_mode=True)
+            return right(s, h)
+        session = sandbox.Session()
+        session.call(meddles, torch.ones(1, 2, 3), torch.ones(1, 4, 3))
+        back = dict(gc=gc.isenabled(), interval=sys.getswitchinterval() == interval,
+                    hook=threading.excepthook is hook, path=tuple(sys.path) == path,
+                    meta=tuple(sys.meta_path) == meta,
+                    options=dict(vars(_tensor_str.PRINT_OPTS)) == options)
+        out(changes=" ".join(session.changes), back=back, good=checks.check_dot_score(right).ok)
+    """)
+    for words in ("`gc.disable`", "`sys.setswitchinterval`", "`threading.excepthook`",
+                  "`sys.path`", "`sys.meta_path`", "`torch.set_printoptions`"):  # fmt: skip
+        assert words in r["changes"], (words, r["changes"])
+    assert all(r["back"].values()), r["back"]
+    assert r["good"]
+
+
+def test_python_and_numpy_seeds_set_inside_a_call_leave_no_trace():
+    import random
+
+    import numpy as np
+
+    from attnlab.guard.sandbox import Session
+
+    random.seed(1)
+    np.random.seed(1)
+    expected = (random.random(), float(np.random.rand()))
+    random.seed(1)
+    np.random.seed(1)
+
+    def reseeds():
+        random.seed(99)
+        np.random.seed(99)
+
+    Session().call(reseeds)
+    assert (random.random(), float(np.random.rand())) == expected

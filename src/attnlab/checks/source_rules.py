@@ -1,6 +1,12 @@
 r"""What a graded cell may not use, read from its source (nothing of it runs here).
 
-A graded function is the student's own computation: its cell may not call the library's
+A graded function is the student's own computation.  Its cell imports only the maths it needs
+(:data:`ALLOWED_MODULES`, and the two masks of the set-up), reads no private or special
+attribute (``x._y``, ``f.__closure__``, ``m.__dict__``) and nothing of frames, generators,
+tracebacks or code objects (``g.gi_frame``, ``f.f_back``, ``f.f_globals``), no attribute that leads out of the
+maths (``torch.sys``, ``torch.ops``), uses no builtin that runs or reaches code by a string
+(``eval``, ``getattr`` with a computed name, ``vars``, ``open``) and not the library itself
+(``attnlab``, ``checks``).  Named first, where the cell plainly uses them: it may not call the library's
 implementation of the same equation (``attention.dot_score`` in ``dot_score``, torch's
 ``scaled_dot_product_attention`` in ``scaled_dot_product_attention``), the graders' own code
 (``attnlab.checks``, ``attnlab.guard``: the references, the solutions switch), the environment
@@ -49,6 +55,25 @@ SAME_EQUATION = {
     "encoder_block": {"EncoderLayer", "TransformerEncoderLayer", "encoder_block"},
 }
 
+#: What a graded cell may import: the maths it needs, nothing that reaches other code.
+ALLOWED_MODULES = {"torch", "math", "numpy", "typing", "functools", "itertools", "collections"}
+_ALLOWED_FROM_ATTNLAB = {"attnlab.attention.padding_mask", "attnlab.attention.causal_mask"}
+#: Parts of a dotted name that lead out of the maths: other modules kept as attributes
+#: (``torch.sys``), torch's operator registry, process and thread machinery, serialisation.
+_OUT_OF_BOUNDS = {
+    "sys", "os", "builtins", "importlib", "inspect", "types", "gc", "threading", "subprocess",
+    "ctypes", "ctypeslib", "signal", "modules", "ops", "multiprocessing", "distributed",
+    "utils", "hub", "library", "package", "jit", "compiler", "fx", "serialization", "pickle",
+    "overrides", "testing", "backends",
+}  # fmt: skip
+#: Attributes of frames, generators, coroutines, tracebacks and code objects (``gi_frame``,
+#: ``f_back``, ``f_globals``, ``tb_frame``, ``co_consts``): a way up the stack to the grader.
+_INTROSPECTION = ("f_", "gi_", "cr_", "ag_", "tb_", "co_")
+#: Builtins that run or reach code by a string, or touch files and the session.
+_BUILTINS = {
+    "eval", "exec", "compile", "globals", "locals", "vars", "open", "breakpoint", "input",
+    "setattr", "delattr", "help", "exit", "quit", "memoryview",
+}  # fmt: skip
 _GRADERS = ("attnlab.checks", "attnlab.guard")
 _ALLOWED_GRADER_NAMES = {"attnlab.checks.exercise"}  # the decorator the stub carries
 _DYNAMIC = {"__import__", "eval", "exec", "compile", "globals", "vars", "__builtins__"}
@@ -144,6 +169,54 @@ def _node_why(node: ast.AST, bound: dict[str, str], exercise: str | None) -> str
     return None
 
 
+def _import_why(node: ast.Import | ast.ImportFrom) -> str | None:
+    if isinstance(node, ast.Import):
+        names = [a.name for a in node.names]
+    else:
+        names = [f"{node.module or ''}.{a.name}" for a in node.names]
+    for name in names:
+        parts = name.split(".")
+        if name in _ALLOWED_FROM_ATTNLAB:
+            continue
+        if parts[0] not in ALLOWED_MODULES or _OUT_OF_BOUNDS & set(parts[1:]):
+            allowed = ", ".join(sorted(ALLOWED_MODULES))
+            return f"imports `{name}` (a graded cell imports only {allowed})"
+    return None
+
+
+def _getattr_why(node: ast.Call) -> str | None:
+    name = node.args[1] if len(node.args) > 1 else None
+    if not (isinstance(name, ast.Constant) and isinstance(name.value, str)):
+        return "uses `getattr` with a computed name (code reached by a string)"
+    if name.value.startswith("_") or name.value in _OUT_OF_BOUNDS:
+        return f"uses `getattr` for `{name.value}` (it leads to other code)"
+    return None
+
+
+def _allowlist_why(node: ast.AST) -> str | None:
+    """What a graded cell may not do whatever it names: import beyond :data:`ALLOWED_MODULES`,
+    read a private or special attribute, use the library itself, or reach code by a string."""
+    if isinstance(node, ast.Import | ast.ImportFrom):
+        return _import_why(node)
+    if isinstance(node, ast.Attribute):
+        if node.attr.startswith(_INTROSPECTION):
+            return (
+                f"reads `{node.attr}` (frames, code and tracebacks lead to the grader's own code)"
+            )
+        if node.attr.startswith("_"):
+            return f"reads `{node.attr}` (private and special attributes lead to other code)"
+        if node.attr in _OUT_OF_BOUNDS:
+            return f"reads `{node.attr}` (it leads out of the maths, to other code)"
+    if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+        if node.id in _BUILTINS:
+            return f"uses `{node.id}` (a way to run or reach code a graded function needs not)"
+        if node.id in ("attnlab", "checks"):
+            return f"uses `{node.id}` (the library and its checks: write the computation yourself)"
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr":
+        return _getattr_why(node)
+    return None
+
+
 def forbidden(source: str, exercise: str | None = None) -> str | None:
     """The first thing ``source`` (a graded cell) may not use, as a sentence; else None.
 
@@ -155,4 +228,5 @@ def forbidden(source: str, exercise: str | None = None) -> str | None:
     except (SyntaxError, ValueError):
         return None
     bound = _bindings(tree)
-    return next((w for node in ast.walk(tree) if (w := _node_why(node, bound, exercise))), None)
+    named = next((w for node in ast.walk(tree) if (w := _node_why(node, bound, exercise))), None)
+    return named or next((w for node in ast.walk(tree) if (w := _allowlist_why(node))), None)

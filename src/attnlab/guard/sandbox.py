@@ -271,6 +271,7 @@ class Session:
         found += self.entries.restore()
         found += torch_state.restore()  # first of torch's state: the default dtype sets
         found += process.restore()  # torch.Storage back
+        self.notes += [n for n in process.notes if n not in self.notes]
         found += [w for s in attributes for w in s.restore()]
         found += dicts.restore()
         found += [w for model in self.models for w in model.restore()]

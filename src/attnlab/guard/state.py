@@ -3,10 +3,8 @@ r"""The state a call of a student's function may not change, saved before it and
 :class:`TorchState`: the default dtype and device, grad and inference mode, the thread count,
 deterministic algorithms, anomaly detection, the float32 matmul precision, flushing denormal
 numbers, torch's mode stacks, the global module hooks and the random state.
-:class:`ProcessState`: the interpreter's and the process's settings a function can change in
-passing (the recursion limit, trace and profile functions, the SIGINT handler that the stop
-button needs, numpy's error settings, the warnings filters, ``os.environ``, the working
-directory and the umask).  :class:`SharedModel`: the parameters, buffers, sub-modules, code attributes
+:class:`ProcessState` (from :mod:`attnlab.guard.process`): the interpreter's and the
+process's settings.  :class:`SharedModel`: the parameters, buffers, sub-modules, code attributes
 and hooks of a model the student's function runs inside; :func:`register_loaded` adds a model
 to those every session guards (a shipped model loaded once and kept in memory), with the files
 it was loaded from (:class:`LoadedModels`: a deleted file is named).  Each ``restore()`` puts
@@ -16,18 +14,20 @@ back what changed and says what it was, for the message.
 from __future__ import annotations
 
 import os
-import signal
 import struct
-import sys
-import threading
-import warnings
 from pathlib import Path
+
+try:
+    import resource
+except ImportError:  # Windows
+    resource = None
 
 import torch
 import torch.nn.modules.module as torch_module
 from torch import Tensor, nn
 
 from attnlab.files import CHECKPOINT_DIR
+from attnlab.guard.process import ProcessState
 
 __all__ = ["TorchState", "ProcessState", "SharedModel", "LoadedModels", "register_loaded"]
 
@@ -70,12 +70,6 @@ def _flushing_denormals() -> bool:
     """Whether this thread flushes denormal numbers to zero (``torch.set_flush_denormal``: the
     processor's setting, which Python's own arithmetic follows too; torch has no getter)."""
     return _DENORMAL * 3.0 == 0.0
-
-
-def _umask() -> int:
-    mask = os.umask(0o077)  # the only way to read it; the stricter one for that moment
-    os.umask(mask)
-    return mask
 
 
 class TorchState:
@@ -179,97 +173,6 @@ class TorchState:
             torch_module._global_is_full_backward_hook = self.full_backward
             changed.append("torch's global module hooks (`global_is_full_backward_hook`)")
         return changed
-
-
-def _cwd() -> str | None:
-    try:
-        return os.getcwd()
-    except OSError:  # it was deleted
-        return None
-
-
-def _numpy_errors() -> dict | None:
-    numpy = sys.modules.get("numpy")  # not imported here: a session does not load numpy
-    return numpy.geterr() if numpy is not None else None
-
-
-class ProcessState:
-    """The interpreter's and process's settings of the module docstring: saved, put back."""
-
-    def __init__(self):
-        self.recursion = sys.getrecursionlimit()
-        self.trace, self.profile = sys.gettrace(), sys.getprofile()
-        self.thread_trace, self.thread_profile = threading.gettrace(), threading.getprofile()
-        self.sigint = signal.getsignal(signal.SIGINT)
-        self.numpy = _numpy_errors()
-        self.filters = list(warnings.filters)
-        self.environ = os.environ._data.copy()  # bytes: no decoding per call
-        self.cwd = _cwd()
-        self.umask = _umask()
-
-    def restore(self) -> list[str]:
-        changed = []
-        if sys.getrecursionlimit() != self.recursion:
-            changed.append("the recursion limit (`sys.setrecursionlimit`)")
-            sys.setrecursionlimit(self.recursion)
-        if sys.gettrace() is not self.trace:
-            changed.append("the trace function (`sys.settrace`)")
-            sys.settrace(self.trace)
-        if sys.getprofile() is not self.profile:
-            changed.append("the profile function (`sys.setprofile`)")
-            sys.setprofile(self.profile)
-        if threading.gettrace() is not self.thread_trace:
-            changed.append("the threads' trace function (`threading.settrace`)")
-            threading.settrace(self.thread_trace)
-        if threading.getprofile() is not self.thread_profile:
-            changed.append("the threads' profile function (`threading.setprofile`)")
-            threading.setprofile(self.thread_profile)
-        if signal.getsignal(signal.SIGINT) is not self.sigint and self._main_thread():
-            changed.append("the SIGINT handler (the kernel's stop button)")
-            signal.signal(signal.SIGINT, self.sigint)
-        numpy = sys.modules.get("numpy")
-        if numpy is not None and self.numpy is not None and numpy.geterr() != self.numpy:
-            changed.append("numpy's error settings (`np.seterr`)")
-            numpy.seterr(**self.numpy)
-        if warnings.filters != self.filters:  # the filters are tuples: == compares their items
-            changed.append("the warnings filters (`warnings.simplefilter`)")
-            warnings.filters[:] = self.filters
-            warnings._filters_mutated()
-        return changed + self._restore_files() + self._restore_environ()
-
-    def _restore_files(self) -> list[str]:
-        """The working directory and the umask: where and how files are written."""
-        changed = []
-        if self.cwd is not None and _cwd() != self.cwd:
-            changed.append("the working directory (`os.chdir`)")
-            try:
-                os.chdir(self.cwd)
-            except OSError:
-                changed.append(
-                    f"deleted the working directory `{self.cwd}` (it cannot be put back)"
-                )
-        if _umask() != self.umask:
-            changed.append("the umask (`os.umask`)")
-            os.umask(self.umask)
-        return changed
-
-    @staticmethod
-    def _main_thread() -> bool:
-        return threading.current_thread() is threading.main_thread()
-
-    def _restore_environ(self) -> list[str]:
-        now, saved = os.environ._data, self.environ
-        if now == saved:
-            return []
-        keys = sorted(k for k in now.keys() | saved.keys() if now.get(k) != saved.get(k))
-        decode = os.environ.decodekey
-        for key in keys:
-            if key in saved:
-                os.environ[decode(key)] = os.environ.decodevalue(saved[key])
-            else:
-                del os.environ[decode(key)]
-        named = ", ".join(f"`{decode(k)}`" for k in keys[:3]) + (" ..." if len(keys) > 3 else "")
-        return [f"`os.environ` ({named})"]
 
 
 def _same(a: dict, b: dict) -> bool:
