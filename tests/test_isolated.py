@@ -232,6 +232,7 @@ def test_the_watch_sees_torchs_fused_attention():
         ("L = attnlab\nR = L.checks.exercises.reference\n", "`attnlab`"),
         ("import sys\ndef f(s, h):\n    w = sys.getprofile()\n", "imports `sys`"),
         ("import threading\n", "imports `threading`"),
+        ("import typing\ndef g(x: 'checks.reference(1)'):\n    pass\n", "imports `typing`"),
         (
             "def f(s, h):\n    return torch.sys.modules['attnlab.attention'].dot_score(s, h)\n",
             "leads out of the maths",

@@ -56,7 +56,8 @@ SAME_EQUATION = {
 }
 
 #: What a graded cell may import: the maths it needs, nothing that reaches other code.
-ALLOWED_MODULES = {"torch", "math", "numpy", "typing", "functools", "itertools", "collections"}
+# (not typing: ``get_type_hints`` evaluates a string annotation, code reached by a string)
+ALLOWED_MODULES = {"torch", "math", "numpy", "functools", "itertools", "collections"}
 _ALLOWED_FROM_ATTNLAB = {"attnlab.attention.padding_mask", "attnlab.attention.causal_mask"}
 #: Parts of a dotted name that lead out of the maths: other modules kept as attributes
 #: (``torch.sys``), torch's operator registry, process and thread machinery, serialisation.
