@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from attnlab.checks.exercises import BODIES, EXERCISES
 from attnlab.checks.harness import run_check
 from attnlab.checks.inside_models import IN_MODEL, SwappedRun, in_model_body, loaded_reference
-from attnlab.checks.questions import QUESTIONS
+from attnlab.checks.questions import QUESTIONS, judged
 from attnlab.checks.results import CATEGORIES, CheckResult, Failure
 from attnlab.checks.source_rules import forbidden
 from attnlab.checks.transport import MAX_MESSAGE, Encoder, TransportError, decode, unpack
@@ -378,13 +378,9 @@ def _grade_answer(it: Item, sent: object, tensors: dict, measured: dict) -> Chec
             raise Failure(
                 "exception", "The experiment could not be measured: " + ", ".join(missing)
             )
-        right = question.right(**{k: measured[k] for k in question.measured})
-        if answer is Ellipsis or answer is None:
-            raise Failure("not_answered", "Replace `...` with your answer and run the cell again.")
-        hint = question.judge(answer, right)
-        if hint is not None:
-            raise Failure("wrong_answer", hint)
-        return f"{answer!r} is right."
+        return judged(
+            question, answer, question.right(**{k: measured[k] for k in question.measured})
+        )
 
     return run_check(it.name, lambda: None, body)
 

@@ -30,6 +30,7 @@ __all__ = [
     "QUESTIONS",
     "check_answer",
     "answered",
+    "judged",
     "padded_alpha",
 ]
 
@@ -161,6 +162,12 @@ def _answer_body(question: _Question, answer: object, measured: dict) -> str:
     right = question.right(**measured)
     if solutions_mode():  # CI: the computed answer must pass its own judge
         answer = next(a for a in (right, "dot") if a != "either")
+    return judged(question, answer, right)
+
+
+def judged(question: _Question, answer: object, right: object) -> str:
+    """``answer`` to ``question`` against its computed ``right`` answer: a sentence if it is
+    right, else a Failure (not answered yet, or the question's hint)."""
     if answer is Ellipsis or answer is None:
         raise Failure("not_answered", "Replace `...` with your answer and run the cell again.")
     hint = question.judge(answer, right)
