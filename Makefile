@@ -26,7 +26,7 @@ setup: $(STAMP)
 slides: setup
 	$(BIN)/python scripts/serve_deck.py
 
-test: setup lint unit notebooks e2e
+test: setup lint unit notebooks e2e hub-test
 
 lint: setup
 	$(BIN)/ruff check .
@@ -46,7 +46,8 @@ e2e: setup
 	scripts/ensure_e2e_deps.sh
 	$(BIN)/python -m pytest -q -m "not hub" tests/e2e
 
-# The course server for real (deploy/hub): an instructor and 4 students in Chromium.
+# The course server for real (deploy/hub): an instructor and 4 students in Chromium (about
+# 4 minutes on 2 cores; as root: it creates the students' accounts).
 hub-test: setup
 	scripts/ensure_e2e_deps.sh
 	$(BIN)/python -m pytest -q -m hub tests/e2e/test_hub.py
@@ -75,6 +76,10 @@ bench: setup
 	# A student's Run-All: the kernel's CPU seconds and memory, alone and four at once.
 	$(BIN)/python benchmarks/student.py
 	$(BIN)/python benchmarks/student.py --students 4
+	# The same against a real hub (deploy/hub on 127.0.0.1, as root): 1 and 4 students, and
+	# the slider's latency through the proxy, alone and while the others run.
+	scripts/ensure_e2e_deps.sh
+	$(BIN)/python benchmarks/hub.py --students 4
 
 html: setup
 	$(BIN)/python scripts/export_html.py

@@ -599,16 +599,16 @@ rnnsearch_fr = attnlab.load("rnnsearch-en-fr")
 lecture.held_out_example(rnnsearch_fr, language["word_order"])
 
 # %% [markdown] slideshow={"slide_type": "notes"}
-# Read it like Bahdanau's Fig. 3: each row is one French output word, its weights over the
-# English words. The string is from the test split (split by a hash of the English: it was
-# never seen in training) and the output is the reference, word for word. French reorders
-# the words: where a later French word looks further left in the English than the word before
-# it, the rows cross: the word-order swap of "European Economic Area" -> "zone économique
-# européenne" (e.g. "Hide advanced options" -> "masquer les options avancées": the
-# adjective moves behind the noun). The example was found by a rule over the test split (the shortest
-# string the model translates right with crossing alpha), not picked by hand: the cell's text
-# names it and says whether the output equals the reference. The bi-GRU's weight is often
-# spread over neighbours: its states already carry their neighbours' words.
+# Read it like Bahdanau's Fig. 3: each row is one French output piece, its weights over the
+# English pieces (a word may be several pieces; "##" marks a piece that continues a word). The
+# string is from the test split (neither it nor a string one word away from it was in
+# training) and the output is the reference, word for word. French reorders the words: where
+# a later French word looks further left in the English than the word before it, the rows
+# cross: the word-order swap of "European Economic Area" -> "zone économique européenne"
+# (the adjective moves behind the noun). The example was found by a rule over the test split
+# (the most decided alpha among the strings the model translates right with crossing alpha),
+# not picked by hand: the cell's text names it. The bi-GRU's weight is often spread over
+# neighbours: its states already carry their neighbours' words.
 # Minutes: 3
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
@@ -623,10 +623,10 @@ lecture.held_out_example(transformer_de, verb, layer=verb["layer"], head=verb["h
 # %% [markdown] slideshow={"slide_type": "notes"}
 # English puts the verb first, German at the end (the infinitive of a command: "Alle Tabs
 # schließen"). One head of the last layer, found by a rule over the test split (the shortest
-# right verb-final string where some head looks from the verb back at the first English word):
-# writing the German verb, it attends to the English verb at the other end (here "Hide
-# advanced options" -> "erweiterte optionen ausblenden": "ausblenden" looks at "hide"). Other
-# heads do other things: the DecodeStepper and the HeadView show each head.
+# right verb-final string where some head looks from the verb back at the first English word,
+# read per word: a word's weight is the sum over its pieces): writing the German verb, it
+# attends to the English verb at the other end. Other heads do other things: the
+# DecodeStepper and the HeadView show each head.
 # Minutes: 2
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
@@ -659,8 +659,8 @@ lecture.head_roles_table(language["head_roles"]["transformer-en-de"], layer=0)
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Attention is not always an explanation
 #
-# Hide one source word at a time (replace it by `<unk>`) and measure how much the probability of
-# the output word drops: that is what the output *depends on*. Beside it, $\alpha$:
+# Hide one source piece at a time (replace it by `<unk>`) and measure how much the probability
+# of the output piece drops: that is what the output *depends on*. Beside it, $\alpha$:
 
 # %%
 occlusion = language["alpha_vs_occlusion"]
@@ -684,7 +684,8 @@ widgets.DecodeStepper("transformer-en-fr", text="Default cell type")
 
 # %% [markdown] slideshow={"slide_type": "notes"}
 # Ask the room for a phrase from the menus they see every day: "Close all tabs", "Save
-# notebook", "Restart kernel". A word the model never saw shows as <unk> and the widget goes on.
+# notebook", "Restart kernel". Nothing is unknown to it: a rare word is written in pieces, and
+# the line beside the output says whether the phrase (or one a word away) was in training.
 # Step through and point at the rows that cross (word-order swaps). The model chooser has the
 # EN->DE Transformer and the EN->FR RNNSearch too.
 # Minutes: 3
@@ -697,16 +698,15 @@ lecture.language_table(language)
 
 # %% [markdown] slideshow={"slide_type": "notes"}
 # Not comparable scores: Vaswani et al. test on newstest2014 news sentences; we test on the
-# held-out interface strings (at most 15 English words, lower-cased, one reference), far
-# shorter and easier. The compute is the point: minutes on a 2-core CPU against 12 hours
-# (base) to 3.5 days (big) on 8 GPUs. Read our rows against the baselines: copying the English,
-# and a word-by-word dictionary learned from the training split. BLEU rewards word order, chrF
+# held-out interface strings (at most 15 English words, cased, one reference), far shorter
+# and easier. The compute is the point: minutes on a 2-core CPU against 12 hours (base) to 3.5
+# days (big) on 8 GPUs. Read our rows against the baselines: copying the English, and a
+# word-by-word dictionary learned from the training split. BLEU rewards word order, chrF
 # hardly sees it (and ignores spaces), so the dictionary is a strong chrF baseline: short menu
-# strings are often translated word for word. Two things let a small model beat it: German
-# compounds split into parts it can write ("datenträger@@ details" for "Volume Details"), and
-# a word too rare to learn written as <unk>, then looked up for the English word alpha points
-# at (Luong et al. 2015). The scores are sacrebleu's, with their signatures in
-# results/language.json; every number in the table is read from that file.
+# strings are often translated word for word, and it keeps every name. The README gives both
+# test splits (in domain, and two applications the models never saw) with confidence
+# intervals. The scores are sacrebleu's, with their signatures in results/language.json;
+# every number in the table is read from that file.
 # Minutes: 3
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
@@ -914,7 +914,7 @@ widgets.HeadView(transformer, text="3 May 1979")
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Backup: German compounds and rare words
 #
-# `transformer-en-de` writes a German compound in parts it knows (`@@` joins them):
+# `transformer-en-de` writes a word it could not learn whole in subword pieces it knows:
 
 # %%
 rare = language["rare_words"]
@@ -922,11 +922,10 @@ print(lecture.rare_words_counts(rare))
 lecture.held_out_example(transformer_de, rare["example"], layer=rare["example"]["layer"])
 
 # %% [markdown] slideshow={"slide_type": "notes"}
-# German writes "customer name" as one word, Kundenname (once in the training split): a word
-# model learns such a word from one example, or never sees it ("Datenträgerdetails" for
-# "volume details"). Trained on compounds split into parts it knows (Koehn and Knight 2003),
-# it writes kunden@@ name, glued back when read (Sennrich et al.'s "@@"), from the many
-# examples of each part. A word seen once in training is read as <unk>; the model writes <unk> for its
-# translation, and decoding looks the English word alpha points at up in the training split's
-# dictionary, or copies it (Luong et al. 2015). The printed line counts both over the test
-# split, and how many of the looked-up words are in the reference.
+# German writes "customer name" as one word, Kundenname: a model with a vocabulary of whole
+# words learns such a word from one example, or never sees it. Our models read and write
+# subword pieces (byte-pair encoding, Sennrich et al. 2016, learned from the training split):
+# frequent words are one piece, a rare word or a compound is written in frequent pieces
+# ("Kunden" "##name"), and a character no piece covers is written as its bytes, so nothing is
+# ever <unk>. The printed line counts, over the test split, the outputs that hold a word
+# written in pieces and how many of those words are words of the reference.

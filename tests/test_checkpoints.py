@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import hashlib
 import json
@@ -54,7 +55,7 @@ def only_meta_models():
 def test_every_shipped_model_loads_small_and_fast(name):
     weights = checkpoints.weights_path(name)
     assert weights.parent == CHECKPOINT_DIR and weights.name.startswith(f"{name}.")
-    words = checkpoints.load_card(name).get("tokens") == "word"  # the four: 25 MB in all
+    words = checkpoints.load_card(name).get("tokens") == "subword"  # the four: 25 MB in all
     assert weights.stat().st_size <= (10_000_000 if words else 1_000_000)
     assert (CHECKPOINT_DIR / f"{name}.json").stat().st_size <= 1_000_000
     model = attnlab.load(name)  # the 0.3 s target is printed by benchmarks/training.py
@@ -219,10 +220,37 @@ CRAFTED = {
     "steps negative": {"steps": -1},
     "dropout not a probability": {"config": {"dropout": 1.5}},
     "dropout negative": {"config": {"dropout": -0.1}},
-    "unk_lexicon not a mapping": {"unk_lexicon": ["zork", "zorque"]},
-    "unk_lexicon of phrases": {"unk_lexicon": {"zork": "two words"}},
-    "unk_lexicon of numbers": {"unk_lexicon": {"zork": 3}},
+    "a subword model on a character card": {"subword_model": "QUJD"},
 }
+
+
+def _subword_card(tmp_path, change) -> None:
+    copy_of("transformer-en-fr", tmp_path)
+    path = tmp_path / "transformer-en-fr.json"
+    card = json.loads(path.read_text())
+    card.update(change(card))
+    path.write_text(json.dumps({**card, "checksum": checkpoints.checksum(card)}))
+
+
+SUBWORD_CRAFTED = {
+    "not base64": lambda card: {"subword_model": "not base64 at all!"},
+    "not a model": lambda card: {"subword_model": base64.b64encode(b"x" * 300).decode()},
+    "huge": lambda card: {"subword_model": "QUJD" * 200_000},
+    "missing": lambda card: {"subword_model": None},
+    "pieces not the model's": lambda card: {
+        "src_vocab": card["src_vocab"][::-1],
+        "tgt_vocab": card["tgt_vocab"][::-1],
+    },
+}
+
+
+@pytest.mark.parametrize("change", SUBWORD_CRAFTED.values(), ids=SUBWORD_CRAFTED.keys())
+def test_a_crafted_subword_card_is_refused_naming_it(tmp_path, change):
+    """A subword card carries its SentencePiece model (base64, size-capped); a damaged or
+    mismatched one is one line naming the card, before any tensor is built."""
+    _subword_card(tmp_path, change)
+    with only_meta_models(), pytest.raises(CheckpointError, match="transformer-en-fr"):
+        checkpoints.load("transformer-en-fr", directory=tmp_path)
 
 
 @pytest.mark.parametrize("change", CRAFTED.values(), ids=CRAFTED.keys())

@@ -13,7 +13,14 @@ import pytest
 from conftest import attnlab_command
 
 from attnlab.text import corpus
-from attnlab.text.catalogs import SOURCES, CatalogError, catalog_dir, parse_json_catalog, parse_po
+from attnlab.text.catalogs import (
+    SOURCES,
+    CatalogError,
+    catalog_dir,
+    parse_json_catalog,
+    parse_po,
+    read_catalogs,
+)
 from attnlab.text.corpus import LANGS, SPLITS, build, clean_pair, load_corpus, source_key, split_of
 from attnlab.text.vocab import tokenize
 
@@ -47,9 +54,9 @@ def test_the_wheels_match_the_pinned_hashes():
 
 def test_enough_pairs(lang):
     splits = load_corpus(lang)
-    total = sum(len(splits[s]) for s in SPLITS)
-    assert total >= {"fr": 5000, "de": 3000}[lang]
-    assert len(splits["test"]) >= 100 and len(splits["dev"]) >= 100
+    assert len(splits["train"]) >= 20_000  # well past the first corpus's 13k / 11k
+    assert len(splits["test"]) >= 500 and len(splits["dev"]) >= 500
+    assert len(splits["unseen"]) >= 1000  # the held-out packages
 
 
 def test_the_split_is_leak_free(lang):
@@ -61,15 +68,94 @@ def test_the_split_is_leak_free(lang):
                 assert seen.setdefault(key, split) == split, f"{en!r} is in two splits"
 
 
-def test_the_split_is_the_hash_of_the_normalised_english(lang):
-    for split in SPLITS:
-        for en, _ in load_corpus(lang)[split]:
-            bucket = int(hashlib.sha256(source_key(en).encode()).hexdigest()[:8], 16) % 100
-            assert split == ("train" if bucket < 90 else "dev" if bucket < 95 else "test")
-    # normalisation: case, spaces and final punctuation do not move a string to another split
+def _one_edit(a: tuple, b: tuple) -> bool:
+    """Written here apart from the corpus's rule: Levenshtein distance <= 1 over tokens."""
+    if abs(len(a) - len(b)) > 1:
+        return False
+    prev = list(range(len(b) + 1))
+    for i, x in enumerate(a, 1):
+        row = [i]
+        for j, y in enumerate(b, 1):
+            row.append(min(prev[j] + 1, row[j - 1] + 1, prev[j - 1] + (x != y)))
+        prev = row
+    return prev[-1] <= 1
+
+
+def test_no_test_string_is_a_near_twin_of_a_training_string(lang):
+    """Strings one token edit apart (after normalisation; the longer of 4+ tokens) sit in
+    one split: a test string is never a training string with one word changed."""
+    splits = load_corpus(lang)
+    norm = lambda en: tuple(source_key(en).split())  # noqa: E731
+    by_len: dict[int, list[tuple]] = {}
+    for en, _ in splits["train"]:
+        by_len.setdefault(len(norm(en)), []).append(norm(en))
+    for split in ("dev", "test", "unseen"):
+        for en, _ in splits[split]:
+            x = norm(en)
+            if len(x) < 3:
+                continue
+            near = [t for n in (len(x) - 1, len(x), len(x) + 1) for t in by_len.get(n, [])]
+            hits = [t for t in near if max(len(t), len(x)) >= 4 and _one_edit(x, t)]
+            assert not hits, f"{split} {en!r} is a near-twin of training {' '.join(hits[0])!r}"
+
+
+def test_the_held_out_packages_are_the_unseen_split_alone(lang):
+    """Every unseen pair comes from a held-out package, and no string of a held-out package
+    that another package also holds is in the unseen split."""
+    assert corpus.HELD_OUT, "no package is held out"
+    held = [s for s in SOURCES if s.package in corpus.HELD_OUT and lang in s.paths]
+    others = [s for s in SOURCES if s.package not in corpus.HELD_OUT and lang in s.paths]
+    from_held, from_others = set(), set()
+    for sources, keys in ((held, from_held), (others, from_others)):
+        for source in sources:
+            for en, tgt in read_catalogs(source, catalog_dir(), lang):
+                pair = clean_pair(en, tgt)
+                if pair:
+                    keys.add(source_key(pair[0]))
+    unseen = {source_key(en) for en, _ in load_corpus(lang)["unseen"]}
+    assert unseen and unseen <= from_held
+    assert not unseen & from_others
+    in_domain = {source_key(en) for s in ("train", "dev", "test") for en, _ in load_corpus(lang)[s]}
+    # a string only held-out packages hold is in domain only as a near-twin of one that is
+    others_keys = [tuple(k.split()) for k in in_domain]
+    for key in sorted(in_domain & (from_held - from_others)):
+        x = tuple(key.split())
+        assert any(y != x and max(len(x), len(y)) >= 4 and _one_edit(x, y) for y in others_keys), (
+            f"{key!r} of a held-out package is in domain without a near-twin there"
+        )
+
+
+def test_in_domain_groups_follow_the_hash_of_their_first_string():
+    """A group of near-twins goes where its first string's hash sends it; normalisation
+    (case, spaces, final punctuation) does not move a string."""
+    pairs = [
+        ("Unable to delete the file", "a", {"p"}),
+        ("Unable to delete the folder", "b", {"p"}),
+        ("Unable to delete a folder", "c", {"p"}),  # a near-twin of a near-twin
+        ("Close all tabs", "d", {"p"}),
+        ("Open the recent files", "e", {"held"}),
+        ("Open the recent folders", "f", {"p", "held"}),  # shared: in domain
+        ("Rename this notebook now", "g", {"held"}),
+    ]
+    out = corpus.split(pairs, held_out=("held",))
+    where = {en: name for name, rows in out.items() for en, _ in rows}
+    assert where["Rename this notebook now"] == "unseen"
+    assert where["Open the recent files"] == where["Open the recent folders"] != "unseen"
+    assert where["Unable to delete the file"] == where["Unable to delete a folder"]
+    assert where["Unable to delete the file"] == split_of("Unable to delete the file")  # first
+    for en in ("Close all tabs", "Unable to delete the file"):
+        bucket = int(hashlib.sha256(source_key(en).encode()).hexdigest()[:8], 16) % 100
+        assert where[en] == ("train" if bucket < 90 else "dev" if bucket < 95 else "test")
     assert (
         split_of("Close all tabs") == split_of("  close ALL tabs.") == split_of("Close all tabs:")
     )
+
+
+def test_a_large_family_of_near_twins_is_training_text():
+    family = [(f"Unable to delete the {w}", "x", {"p"}) for w in "abcdefghijklmnopqrstuvwxyz"]
+    assert len(family) > corpus.MAX_TWIN_GROUP
+    out = corpus.split(family, held_out=())
+    assert len(out["train"]) == len(family)
 
 
 def test_the_build_is_deterministic(lang):
@@ -227,10 +313,13 @@ def test_the_build_writes_the_data_card_where_it_is_told(tmp_path):
     text = card.read_text()
     for source in SOURCES:
         assert source.package in text and source.version in text
-    assert text.count("BSD") >= len(SOURCES)
+    for source in SOURCES:  # each source's row names its license and its split
+        row = next(line for line in text.splitlines() if line.startswith(f"| {source.package} |"))
+        assert source.license in row
+        assert ("unseen" in row) == (source.package in corpus.HELD_OUT)
     for lang in LANGS:
         n = [len(load_corpus(lang)[s]) for s in SPLITS]
-        assert f"| EN->{lang.upper()} | {n[0]} | {n[1]} | {n[2]} | {sum(n)} |" in text
+        assert f"| EN->{lang.upper()} | {' | '.join(map(str, n))} | {sum(n)} |" in text
     assert "histogram" in text.lower()
     timeless = lambda text: re.sub(r"Build time on this machine: [\d.]+ s", "", text)  # noqa: E731
     assert timeless(text) == timeless((ROOT / "docs" / "data-card.md").read_text())
@@ -240,7 +329,7 @@ def test_the_shipped_data_card_matches_the_build():
     text = (ROOT / "docs" / "data-card.md").read_text()
     for lang in LANGS:
         n = [len(load_corpus(lang)[s]) for s in SPLITS]
-        assert f"| EN->{lang.upper()} | {n[0]} | {n[1]} | {n[2]} | {sum(n)} |" in text
+        assert f"| EN->{lang.upper()} | {' | '.join(map(str, n))} | {sum(n)} |" in text
 
 
 def test_without_a_card_path_the_build_writes_nothing(tmp_path):

@@ -20,7 +20,7 @@ from conftest import attnlab_command
 
 from attnlab import __main__ as command_line
 from attnlab import files
-from attnlab.text import corpus
+from attnlab.text import corpus, seen
 from attnlab.training import checkpoints
 from attnlab.training.checkpoints import CHECKPOINT_DIR, CheckpointError
 
@@ -188,6 +188,7 @@ def test_force_replaces_the_data_card(tmp_path, monkeypatch):
     built = corpus.Built("fr", {s: [("Close", "Fermer")] for s in corpus.SPLITS}, {}, 3)
     monkeypatch.setattr(corpus, "build", lambda lang, folder: built)
     monkeypatch.setattr(command_line, "data_card", lambda *args: "# the new card\n")
+    monkeypatch.setattr(seen, "SEEN_DIR", tmp_path)  # --force: not the shipped training strings
     card = tmp_path / "card.md"
     card.write_bytes(USERS)
     run = attnlab_command("corpus", "--card", str(card), "--force")

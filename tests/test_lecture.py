@@ -458,5 +458,5 @@ def test_alpha_and_occlusion_show_the_stored_example(language):
 def test_rare_words_counts_reads_the_measured_counts(language):
     rare = language["rare_words"]
     line = lecture.rare_words_counts(rare)
-    assert f"{rare['compound_outputs']} of {rare['strings']} outputs" in line
-    assert f"{rare['looked_up']} <unk> looked up, {rare['looked_up_in_reference']} of them" in line
+    assert f"{rare['pieced_outputs']} of {rare['strings']} outputs" in line
+    assert f"{rare['pieced_words']} such words, {rare['pieced_in_reference']} of them" in line

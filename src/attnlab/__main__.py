@@ -33,7 +33,7 @@ from attnlab.experiments import language, language_run, length, length_run
 from attnlab.lecture.measurements import MEASUREMENTS_FILE, write_measurements
 from attnlab.models.registry import MODEL_KINDS
 from attnlab.pictures.figures import FIGURES, write_all
-from attnlab.text import catalogs, corpus
+from attnlab.text import catalogs, corpus, seen
 from attnlab.text.data_card import data_card
 from attnlab.text.tasks import TASKS
 from attnlab.training import checkpoints, runs
@@ -301,15 +301,33 @@ def _corpus_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--card", type=path_arg, help="write the data card there (the repository's: docs/...)"
     )
-    p.add_argument("--force", action="store_true", help="replace the --card file if it exists")
+    p.add_argument("--force", action="store_true", help="replace the card, the training strings")
+
+
+def _write_seen(built: dict, force: bool) -> None:
+    """Each language's training English (:mod:`attnlab.text.seen`) into its shipped file;
+    one there already, made from another corpus, is replaced only with --force."""
+    for lang, b in built.items():
+        path, data = seen.seen_path(lang), seen.seen_bytes(en for en, _ in b.splits["train"])
+        if path.exists() and (path.read_bytes() == data or not force):
+            same = path.read_bytes() == data
+            print(f"training strings: {path} " + ("unchanged" if same else "kept: add --force"))
+        else:
+            files.write_atomic(path, data)
+            print(f"training strings -> {path}")
 
 
 def _corpus(p: argparse.ArgumentParser, args) -> int:
-    if args.card is not None:  # before the build: a path it cannot write is known at once
+    # before the build: a path it cannot write is known at once (the card; the shipped
+    # training strings it writes: those missing, or all with --force)
+    targets = [] if args.card is None else [("--card: ", args.card, args.force)]
+    targets += [("", path, True) for path in map(seen.seen_path, corpus.LANGS)
+                if args.force or not path.exists()]  # fmt: skip
+    for prefix, path, again in targets:
         try:
-            files.check_file_target(args.card, replace=args.force)
+            files.check_file_target(path, replace=again)
         except files.FolderError as err:
-            _refuse(p, f"--card: {err}")
+            _refuse(p, f"{prefix}{err}")
     folder = args.catalogs or catalogs.catalog_dir()
     start = time.perf_counter()
     try:
@@ -327,6 +345,10 @@ def _corpus(p: argparse.ArgumentParser, args) -> int:
         except OSError as err:  # the folder changed while the corpus was built
             return _fail(p, f"cannot write {args.card}: {err.strerror or err}")
         print(f"data card -> {args.card}")
+    try:
+        _write_seen(built, args.force)
+    except OSError as err:  # the folder changed while the corpus was built
+        return _fail(p, f"cannot write the training strings: {err.strerror or err}")
     return 0
 
 
@@ -417,7 +439,7 @@ COMMANDS = {
         _deck,
     ),
     "corpus": Command(
-        "build the English->French/German corpus from the catalogs; write its data card",
+        "build the English->French/German corpus; write its data card and training strings",
         _corpus_arguments,
         _corpus,
         "  corpus                             # print the counts\n"

@@ -13,12 +13,8 @@ decoder sees is the final state).
 
 Special tokens are never written: ``<pad>`` and ``<sos>`` are masked out of every step's
 distribution, ``<eos>`` ends the output, and an output is at most ``model.max_tgt_len``
-tokens long.  ``<unk>`` is masked too for character models (dates, reversal); a word model
-may write it, and :func:`copy_unknown` replaces each ``<unk>`` it writes by the source word
-its attention weighs most at that step, translated by the model's ``unk_lexicon`` when that
-holds the word, else copied as it is (Luong et al. 2015; Jean et al. 2015): that is how a
-name, a number or a rare word the model cannot read gets through (``Decoding.copied``
-marks those steps).  ``prob`` is each token's probability under that
+tokens long; ``<unk>`` is masked too (the real-language models read and write subword
+pieces with byte fallback: nothing is unknown to them).  ``prob`` is each token's probability under that
 distribution (the model's softmax over the real output tokens and ``<eos>``).
 ``steps(model, text)`` yields one :class:`Step` per output token of a :class:`Decoding`, so
 joining the tokens gives exactly ``model.translate(text)``.
@@ -33,7 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
@@ -41,7 +37,8 @@ import torch
 from torch import Tensor
 
 from attnlab.text.padding import padded, teacher_forced_input
-from attnlab.text.vocab import EOS, SPECIALS, UNK, InvalidInput, Vocab, detokenize
+from attnlab.text.subwords import spell
+from attnlab.text.vocab import EOS, SPECIALS, InvalidInput, Vocab, detokenize
 
 
 class Seq2Seq(Protocol):
@@ -55,8 +52,6 @@ class Seq2Seq(Protocol):
     tgt_vocab: Vocab
     max_tgt_len: int
     training: bool
-
-    unk_lexicon: dict[str, str]  # a word model: rare English word -> its translation
 
     def prepare(self, raw: object) -> str: ...
     def tokens_of(self, prepared: str) -> list[str]: ...
@@ -80,7 +75,6 @@ __all__ = [
     "beam_search",
     "check_beam",
     "check_text",
-    "copy_unknown",
     "decode",
     "decode_batch",
     "greedy",
@@ -118,9 +112,7 @@ class Decoding:
 
     source_tokens (n, ends "<eos>"); output_tokens (T, without the final <eos>); probs (T,);
     alpha (L, h, T, n) cross-attention (RNN models: L = h = 1); context (T, d) c_t for
-    RNNSearch, else None.  ``text`` is the output as one string.  copied (T,): True where a
-    word model wrote ``<unk>`` and the source word its alpha weighs most was copied in its
-    place (:func:`copy_unknown`; ``output_tokens`` shows the copied word).
+    RNNSearch, else None.  ``text`` is the output as one string.
     """
 
     source_tokens: list[str]
@@ -128,13 +120,14 @@ class Decoding:
     probs: np.ndarray
     alpha: np.ndarray
     context: np.ndarray | None
-    level: str = "char"  # "word": the tokens are words, ``text`` joins them with spaces
-    copied: list[bool] = field(default_factory=list)  # (T,) steps that copied a source word
+    level: str = "char"  # "word": words, ``text`` joins them with spaces; "subword": pieces
 
     @property
     def text(self) -> str:
         if self.level == "word":
             return detokenize(self.output_tokens)
+        if self.level == "subword":
+            return spell(self.output_tokens)
         return "".join(self.output_tokens)
 
     def __len__(self) -> int:
@@ -160,10 +153,8 @@ def _evaluating(model: Seq2Seq) -> Iterator[None]:
 
 
 def allowed_tokens(vocab: Vocab) -> Tensor:
-    """(V,) bool: True for the tokens a decoder may write: real tokens and <eos>, and <unk>
-    for a word vocabulary (:func:`copy_unknown` replaces it by a source word)."""
-    keep = (EOS, UNK) if vocab.level == "word" else (EOS,)
-    banned = [vocab.stoi[s] for s in SPECIALS if s not in keep]  # <pad>, <sos> (, <unk>)
+    """(V,) bool: True for the tokens a decoder may write: real tokens and <eos>."""
+    banned = [vocab.stoi[s] for s in SPECIALS if s != EOS]  # <pad>, <sos>, <unk>
     allowed = torch.ones(len(vocab), dtype=torch.bool)
     allowed[banned] = False
     return allowed
@@ -239,7 +230,7 @@ def decode(model: Seq2Seq, text: object, beam: int | None = None) -> Decoding:
     a beam width outside 1..MAX_BEAM.
     """
     check_beam(beam)
-    check_text(text, model.src_vocab.level == "word")  # the caps, before the model reads it
+    check_text(text, model.src_vocab.level != "char")  # the caps, before the model reads it
     prepared = model.prepare(text)  # the one check of the text
     found = None
     if beam is not None:
@@ -258,39 +249,6 @@ def read_back(
     decoding, the checks and the lecture's measurements all use it."""
     tgt_in = teacher_forced_input(outputs, model.tgt_vocab)  # (B, T + 1)
     return model.alignments(src, src_len, tgt_in)
-
-
-def copy_unknown(
-    vocab: Vocab,
-    ids: list[int],
-    alpha: np.ndarray,
-    source_words: list[str],
-    lexicon: dict[str, str] | None = None,
-) -> tuple[list[str], list[bool]]:
-    """The output tokens of ``ids``, each ``<unk>`` replaced by the source word it attends to.
-
-    The rare-word use of attention (Luong et al. 2015, Jean et al. 2015): at a step t where a
-    word model wrote ``<unk>``, take x = source_words[argmax_i alpha_{t,i}], the word as the
-    model read it (lower-cased), alpha being the last layer's cross-attention averaged over
-    its heads (RNNSearch: its one alpha), and write lexicon[x], its translation, when the
-    ``lexicon`` holds it, else x itself (a name, a number, a word nobody translated).  The
-    final source ``<eos>`` is never copied: when alpha weighs it most, ``<unk>`` stays.
-    alpha (L, h, T, n) with n = len(source_words) + 1.  Returns the tokens (T,) and which
-    steps copied (T,).  The one place this is done: every decoding reaches it
-    through :meth:`BatchDecoding.decoding`.
-    """
-    tokens = [vocab.itos[i] for i in ids]
-    copied = [False] * len(ids)
-    if vocab.level != "word":
-        return tokens, copied
-    lexicon = lexicon or {}
-    for t, token in enumerate(tokens):
-        if token == UNK:
-            i = int(alpha[-1, :, t].mean(axis=0).argmax())  # argmax_i mean_h alpha_{t,i}: (n,)
-            if i < len(source_words):
-                x = source_words[i]
-                tokens[t], copied[t] = lexicon.get(x, x), True
-    return tokens, copied
 
 
 @dataclass
@@ -321,31 +279,26 @@ class BatchDecoding:
 
     def decoding(self, model: Seq2Seq, b: int) -> Decoding:
         """Row ``b`` as a :class:`Decoding` (read back first): its probabilities, its alpha
-        (L, h, T, n) over its own n source positions, c_t, and <unk> copied."""
+        (L, h, T, n) over its own n source positions, c_t."""
         if self.logits is None or self.alpha is None:
             raise ValueError("read the batch back first: BatchDecoding.read(model)")
         ids, vocab, text = self.outputs[b], model.tgt_vocab, self.texts[b]
         T, n = len(ids), int(self.src_len[b])
         p = torch.softmax(_masked(self.logits[b, :T], allowed_tokens(vocab)), dim=-1)  # (T, V)
         alpha = self.alpha[b, :, :, :T, :n].numpy()  # (L, h, T, n)
-        source_words = model.src_vocab.tokens(text)
-        tokens, copied = copy_unknown(vocab, ids, alpha, source_words, model.unk_lexicon)
         return Decoding(
             source_tokens=[*model.tokens_of(text), EOS],
-            output_tokens=tokens,
-            probs=p[torch.arange(T), ids].numpy(),  # p(y_t | y_<t, x): (T,), <unk>'s for a copy
+            output_tokens=[vocab.itos[i] for i in ids],
+            probs=p[torch.arange(T), ids].numpy(),  # p(y_t | y_<t, x): (T,)
             alpha=alpha,
             context=None if self.context is None else self.context[b, :T].numpy(),  # (T, d)
             level=vocab.level,
-            copied=copied,
         )
 
     def text(self, model: Seq2Seq, b: int) -> str:
-        """Row ``b``'s output as text, a word model's <unk> copied (read back first then)."""
-        vocab, ids = model.tgt_vocab, self.outputs[b]
-        if vocab.level == "word" and vocab.unk in ids:
-            return self.decoding(model, b).text
-        return vocab.join([vocab.itos[i] for i in ids])
+        """Row ``b``'s output as text."""
+        vocab = model.tgt_vocab
+        return vocab.join([vocab.itos[i] for i in self.outputs[b]])
 
 
 def decode_batch(
@@ -371,16 +324,9 @@ def decode_batch(
 
 
 def translate_batch(model: Seq2Seq, prepared: list[str]) -> list[str]:
-    """Greedy translations of texts already :meth:`prepare`-d, decoded as one batch.
-
-    The same outputs as ``decode(model, text).text`` for each (greedy; <unk> copied by
-    :func:`copy_unknown`, with alpha from one teacher-forced pass over the batch, read only
-    when some output holds <unk>: only a copy needs alpha).
-    """
+    """Greedy translations of texts already :meth:`prepare`-d, decoded as one batch: the
+    same outputs as ``decode(model, text).text`` for each (no read-back: no alpha needed)."""
     batch = decode_batch(model, prepared, read=False)
-    vocab = model.tgt_vocab
-    if vocab.level == "word" and any(vocab.unk in row for row in batch.outputs):
-        batch.read(model)
     return [batch.text(model, b) for b in range(len(prepared))]
 
 

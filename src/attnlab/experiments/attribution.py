@@ -32,8 +32,8 @@ def occlusion(model, text: str) -> dict:
     replaced by <unk> (the output kept fixed): (T, n - 1), and alpha (T, n)."""
     d = decode(model, text)
     src = model.source_ids(model.prepare(text))
-    v = model.tgt_vocab  # a copied word was written as <unk> (attnlab.decode.copy_unknown)
-    ids = [v.unk if c else v.stoi[w] for w, c in zip(d.output_tokens, d.copied, strict=True)]
+    v = model.tgt_vocab
+    ids = [v.stoi[w] for w in d.output_tokens]
     base = _log_probs(model, src, ids)
     drops = []
     for i in range(src.shape[1] - 1):

@@ -7,11 +7,14 @@ by hand) among the corpus's **test** strings, stored with its tokens and weights
   noun-adjective swap "default cell type" -> "type de cellule par défaut").
 * :func:`verb_final_example`: the EN->DE Transformer writing the verb last where English has
   it first ("close all tabs" -> "alle tabs schließen"), and its cross-attention at that step.
-* :func:`rare_words`: the EN->DE Transformer writing a compound in parts ("datenträger@@
-  details") and looking rare words up where alpha points: counted over the test split, with
-  the shortest string it translates right that holds a compound in parts.
+* :func:`rare_words`: the EN->DE Transformer writing words it could not learn whole in
+  several subword pieces ("Daten" "##träger"): counted over the test split, with the shortest
+  string it translates right that holds a word of letters written in pieces.
 
-Each is stored as :func:`decoded_example` makes it.
+The models read and write subword pieces (:mod:`attnlab.text.subwords`); the rules speak of
+words, so each reads alpha per word (summed over a source word's pieces, averaged over an
+output word's: :func:`attnlab.text.subwords.per_word`).  Each example is stored as
+:func:`decoded_example` makes it: pieces and alpha, and the same per word.
 """
 
 from __future__ import annotations
@@ -20,7 +23,8 @@ import numpy as np
 
 from attnlab.decode import decode
 from attnlab.text.corpus import load_corpus
-from attnlab.text.vocab import JOINER, tokenize
+from attnlab.text.subwords import per_word, word_spans
+from attnlab.text.vocab import tokenize
 from attnlab.training.checkpoints import load
 
 __all__ = [
@@ -43,15 +47,22 @@ def _crosses(path: list[int]) -> bool:
 
 
 def same_words(a: str, b: str) -> bool:
-    """The two texts are the same words (tokens), whatever their spacing and case."""
-    return tokenize(a) == tokenize(b)
+    """The two texts are the same words (tokens) in the same case, whatever their spacing."""
+    return tokenize(a, lower=False) == tokenize(b, lower=False)
+
+
+def _per_word(d, layer: int, head: int) -> tuple[list[str], list[str], np.ndarray]:
+    """(output words, source words, alpha (words out, words in)) of one layer and head; the
+    source's <eos> is a word of its own."""
+    return per_word(d.alpha[layer, head], d.output_tokens, d.source_tokens)
 
 
 def decoded_example(model, en: str, ref: str, layer: int = 0, head: int = 0) -> dict:
-    """A held-out test string decoded, as the deck draws it: the texts, the tokens and the
-    alpha (T, n) of one layer and head."""
+    """A held-out test string decoded, as the deck draws it: the texts, the pieces and the
+    alpha (T, n) of one layer and head, and the same per word."""
     d = decode(model, en)
     alpha = d.alpha[layer, head]  # (T, n)
+    out_words, src_words, alpha_words = _per_word(d, layer, head)
     return {
         "source": en,
         "reference": ref,
@@ -59,6 +70,9 @@ def decoded_example(model, en: str, ref: str, layer: int = 0, head: int = 0) -> 
         "source_tokens": d.source_tokens,
         "output_tokens": d.output_tokens,
         "alpha": np.round(alpha, 4).tolist(),
+        "source_words": src_words,
+        "output_words": out_words,
+        "alpha_words": np.round(alpha_words, 4).tolist(),
         "split": "test",
         "held_out": True,
     }
@@ -81,7 +95,7 @@ def word_order_example(model=None, pairs=None) -> dict:
         if not 3 <= _words(en) <= 8:
             continue
         d = decode(model, en)
-        real = d.alpha[0, 0][:, :-1]  # (T, n - 1): without the source <eos>
+        real = _per_word(d, 0, 0)[2][:, :-1]  # (words out, words in): without the <eos>
         path = _argmax_path(real)
         covered = len(set(path)) == real.shape[1]
         if same_words(d.text, ref) and _crosses(path) and covered:
@@ -101,6 +115,11 @@ def _is_verb_final(en: str, de: str, output: str) -> bool:
     return same_words(output, de) and len(words) >= 2 and words[-1].endswith(("en", "ern", "eln"))
 
 
+def _last_letter_word(words: list[str]) -> int:
+    """The position of the last word of letters (the German verb of a verb-final output)."""
+    return max(i for i, w in enumerate(words) if w.isalpha())
+
+
 def verb_final_example(model=None, pairs=None) -> dict:
     """A German verb moving to the end: among the test strings of 3 or more English words
     that the EN->DE Transformer translates exactly right, ending in the verb, those where a
@@ -115,8 +134,10 @@ def verb_final_example(model=None, pairs=None) -> dict:
         d = decode(model, en)
         if not _is_verb_final(en, ref, d.text):
             continue
-        t = max(i for i, w in enumerate(d.output_tokens) if w.isalpha())  # the verb's step
-        last = d.alpha[-1, :, t]  # (h, n)
+        layer = d.alpha.shape[0] - 1
+        views = [_per_word(d, layer, h) for h in range(d.alpha.shape[1])]
+        t = _last_letter_word(views[0][0])  # the verb, a word of the output
+        last = np.stack([v[2][t] for v in views])  # (h, words in)
         heads = [h for h in range(last.shape[0]) if int(last[h].argmax()) == 0]
         if heads:
             best = max(heads, key=lambda h: last[h, 0])
@@ -132,30 +153,31 @@ def verb_final_example(model=None, pairs=None) -> dict:
     return example
 
 
+def _pieced_words(pieces: list[str]) -> list[str]:
+    """The words of letters that ``pieces`` spell in two or more pieces."""
+    return [w for w, idx in word_spans(pieces) if len(idx) > 1 and w.isalpha()]
+
+
 def rare_words(model=None, pairs=None) -> dict:
     """How the EN->DE Transformer writes words it could not learn whole, over the test split:
-    compounds written in parts (an output token ending in "@@", :mod:`attnlab.text.compounds`)
-    and <unk> written, then looked up where alpha points (``Decoding.copied``).  Counts each
-    (and how often the word it gave is in the reference), and keeps as the example the
-    shortest string of two or more English words translated right word for word whose
-    output holds a compound in parts (a part of letters only: not a hyphen's cut)."""
+    a word of letters written in two or more subword pieces.  Counts the outputs that hold
+    one, the words so written and how many of them are words of the reference, and keeps as
+    the example the shortest string of two or more English words translated right word for
+    word whose output holds such a word."""
     model = model or load("transformer-en-de")
     pairs = pairs if pairs is not None else load_corpus("de")["test"]
-    compounds = looked_up = looked_up_right = 0
+    outputs = words = in_reference = 0
     found = []
     for en, ref in pairs:
         d = decode(model, en)
-        parts = any(t.endswith(JOINER) for t in d.output_tokens)
-        compounds += parts
-        ref_words = set(tokenize(ref))
-        for token, copied in zip(d.output_tokens, d.copied, strict=True):
-            looked_up += copied
-            looked_up_right += copied and token in ref_words
-        compound = any(t.endswith(JOINER) and t[: -len(JOINER)].isalpha() for t in d.output_tokens)
-        if compound and _words(en) >= 2 and same_words(d.text, ref):
+        pieced = _pieced_words(d.output_tokens)
+        outputs += bool(pieced)
+        words += len(pieced)
+        in_reference += sum(w in set(tokenize(ref, lower=False)) for w in pieced)
+        if pieced and _words(en) >= 2 and same_words(d.text, ref):
             found.append((len(tokenize(en)), en, ref))
     if not found:
-        raise LookupError("no test string is translated right with a compound in parts")
+        raise LookupError("no test string is translated right with a word in pieces")
     _, en, ref = min(found)
     layer = model.config.num_layers - 1
     example = decoded_example(model, en, ref, layer=layer)
@@ -163,7 +185,7 @@ def rare_words(model=None, pairs=None) -> dict:
     return {
         "example": example,
         "strings": len(pairs),
-        "compound_outputs": compounds,
-        "looked_up": looked_up,
-        "looked_up_in_reference": looked_up_right,
+        "pieced_outputs": outputs,
+        "pieced_words": words,
+        "pieced_in_reference": in_reference,
     }

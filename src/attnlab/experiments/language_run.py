@@ -7,8 +7,11 @@ reading the results loads no corpus and no model).  :func:`run` recomputes every
 the measurements of the modules beside this one; every example comes from the corpus's
 **test** split (held out: no English string of it is in the training split):
 
-* :func:`scores`: test BLEU and chrF of every word model and of both baselines (copy, word
-  by word);
+* :func:`evaluation`: both test splits (in domain, and the held-out packages) scored for
+  every model and both baselines (copy, the word-by-word dictionary) by
+  :func:`attnlab.training.report.report`: BLEU, chrF, exact match, chrF by length, BLEU
+  without placeholders, names kept, repeats, the paired bootstrap against the dictionary;
+  :func:`scores`: the in-domain figures the deck's tables show;
 * the decoded examples (:mod:`attnlab.experiments.language_examples`): a word-order swap, a
   German verb moved to the end, rare words written in parts or looked up;
 * the roles of the encoder's self-attention heads (:mod:`attnlab.experiments.encoder_heads`);
@@ -27,30 +30,43 @@ from attnlab.experiments.language import MODELS, RESULTS_FILE, VASWANI_TABLE2
 from attnlab.experiments.language_examples import rare_words, verb_final_example, word_order_example
 from attnlab.files import write_atomic
 from attnlab.models.threads import torch_threads
-from attnlab.text.corpus import load_corpus
-from attnlab.training.checkpoints import load
-from attnlab.training.evaluate import Dictionary, copy_baseline, score, signatures, translate_all
+from attnlab.text.corpus import LANGS, load_corpus
+from attnlab.training.checkpoints import load, load_card
+from attnlab.training.evaluate import Dictionary, copy_baseline, signatures, translate_all
+from attnlab.training.report import report
 
-__all__ = ["run", "scores", "table2"]
+__all__ = ["evaluation", "run", "scores", "table2"]
 
 
 # --------------------------------------------------------------------------- scores
-def scores(directory: Path | str | None = None) -> dict:
-    """Test BLEU/chrF of every model and both baselines, per language, with signatures."""
+def evaluation(directory: Path | str | None = None) -> dict:
+    """Both test splits ("test": in domain; "unseen": the held-out packages), every model of
+    each language beside the cased dictionary and copying, by
+    :func:`attnlab.training.report.report` (the dictionary the paired bootstrap's baseline)."""
+    out: dict = {}
+    for lang in LANGS:
+        corpus = load_corpus(lang)
+        dictionary = Dictionary(corpus["train"], cased=True)
+        models = {name: load(name, directory) for name, m in MODELS.items() if m == lang}
+        for split in ("test", "unseen"):
+            src, ref = [en for en, _ in corpus[split]], [t for _, t in corpus[split]]
+            systems = {name: translate_all(model, src) for name, model in models.items()}
+            systems["dictionary"] = dictionary.translate_all(src)
+            systems["copy"] = copy_baseline(src)
+            out.setdefault(f"en-{lang}", {})[split] = report(src, ref, systems, "dictionary")
+    return out
+
+
+def scores(evaluated: dict, directory: Path | str | None = None) -> dict:
+    """In-domain test BLEU/chrF of every model and both baselines, per language, with the
+    signatures and what each model's card says of its training."""
     out: dict = {"signatures": signatures(), "baselines": {}, "models": {}}
-    for lang in ("fr", "de"):
-        test = load_corpus(lang)["test"]
-        src, ref = [en for en, _ in test], [t for _, t in test]
-        dictionary = Dictionary(load_corpus(lang)["train"])
-        out["baselines"][f"en-{lang}"] = {
-            "copy": _short(score(copy_baseline(src), ref)),
-            "dictionary": _short(score(dictionary.translate_all(src), ref)),
-        }
+    for lang in LANGS:
+        systems = evaluated[f"en-{lang}"]["test"]["systems"]
+        out["baselines"][f"en-{lang}"] = {k: _short(systems[k]) for k in ("copy", "dictionary")}
     for name, lang in MODELS.items():
-        model = load(name, directory)
-        test = load_corpus(lang)["test"]
-        s = _short(score(translate_all(model, [en for en, _ in test]), [t for _, t in test]))
-        card = model.card
+        card = load_card(name, directory)
+        s = _short(evaluated[f"en-{lang}"]["test"]["systems"][name])
         s.update(train_seconds=card["train_seconds"], train_cpu_seconds=card["train_cpu_seconds"])
         s.update(steps=card["steps"], pair=f"en-{lang}", exact_match=card["heldout_accuracy"])
         s.update(parameters=card["parameters"], kind=card["kind"])
@@ -59,7 +75,7 @@ def scores(directory: Path | str | None = None) -> dict:
 
 
 def _short(s: dict) -> dict:
-    return {k: s[k] for k in ("bleu", "chrf", "n")}
+    return {k: s[k] for k in ("bleu", "chrf")}
 
 
 # --------------------------------------------------------------------------- Table 2
@@ -87,9 +103,11 @@ def run(directory: Path | str | None = None, out: Path | str | None = None) -> d
     """Measure everything above with the checkpoints in ``directory`` (default: shipped) and
     write the results (default: ``results/language.json``, replaced atomically)."""
     with torch_threads(1):
-        s = scores(directory)
+        evaluated = evaluation(directory)
+        s = scores(evaluated, directory)
         shipped = lambda name: load(name, directory)  # noqa: E731
         results = {
+            "evaluation": evaluated,
             "scores": s,
             "word_order": word_order_example(shipped("rnnsearch-en-fr")),
             "verb_final": verb_final_example(shipped("transformer-en-de")),

@@ -66,12 +66,12 @@ def model_table(names: Sequence[str] = ("rnnenc-dates", "rnnsearch-dates", "tran
 
 
 def rare_words_counts(rare: dict) -> str:
-    """One line: how often the EN->DE model wrote a compound in parts and looked a word up,
-    over the test split (``results["rare_words"]``, :mod:`attnlab.experiments.language`)."""
+    """One line: how often the EN->DE model wrote a word in several subword pieces, over
+    the test split (``results["rare_words"]``, :mod:`attnlab.experiments.language`)."""
     return (
-        f"test split: {rare['compound_outputs']} of {rare['strings']} outputs hold a compound "
-        f"in parts; {rare['looked_up']} <unk> looked up, {rare['looked_up_in_reference']} "
-        "of them in the reference"
+        f"test split: {rare['pieced_outputs']} of {rare['strings']} outputs hold a word "
+        f"written in pieces; {rare['pieced_words']} such words, {rare['pieced_in_reference']} "
+        "of them words of the reference"
     )
 
 

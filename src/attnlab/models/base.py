@@ -55,9 +55,6 @@ class Seq2SeqModel(nn.Module):
         self.src_vocab, self.tgt_vocab = src_vocab, tgt_vocab
         self.max_src_len, self.max_tgt_len = max_src_len, max_tgt_len
         self.card: dict | None = None  # the JSON card, set by attnlab.training.checkpoints on load
-        # A word model's rare English words (read as <unk>) -> their translations: what an
-        # <unk> it writes becomes (attnlab.decode.copy_unknown); from the card on load.
-        self.unk_lexicon: dict[str, str] = {}
 
     # ---------------------------------------------------------------- input
     def prepare(self, raw: object) -> str:
@@ -68,11 +65,12 @@ class Seq2SeqModel(nn.Module):
         ``max_src_len`` characters, and characters outside the vocabulary.  The one place
         where a text is checked: everything after it takes the prepared text.
 
-        A word model (``src_vocab.level == "word"``) counts words, not characters, and
-        reads an unknown word as ``<unk>`` instead of refusing it.
+        A word or subword model (``src_vocab.level``) counts its tokens, not characters; a
+        word model reads an unknown word as ``<unk>``, a subword model knows every character
+        (byte fallback).
         """
         text = normalise(raw, self.src_vocab)
-        if self.src_vocab.level == "word":
+        if self.src_vocab.level != "char":
             return self._prepare_words(text)
         if len(text) > self.max_src_len:
             raise InvalidInput(
@@ -87,7 +85,8 @@ class Seq2SeqModel(nn.Module):
         if n == 0:
             raise InvalidInput("The text has no words: type a short English phrase.")
         if n > self.max_src_len:
-            raise InvalidInput(f"Too long: {n} words; this model reads at most {self.max_src_len}.")
+            what = "words" if self.src_vocab.level == "word" else "subword pieces"
+            raise InvalidInput(f"Too long: {n} {what}; this model reads at most {self.max_src_len}.")
         return text
 
     def _unknown_as_typed(self, raw: object, text: str) -> list[str]:

@@ -62,6 +62,9 @@ class TransformerConfig:
     max_src_len: int = 32  # characters read (before <eos>)
     max_tgt_len: int = 12  # characters written (before <eos>)
     dropout: float = 0.0  # P_drop: residual dropout while training (the paper: 0.1)
+    # One matrix E for both embeddings and the output layer (Vaswani et al. 3.4; one
+    # vocabulary for both sides): logits = y E^T, and E's rows multiplied by sqrt(d_model).
+    tie_embeddings: bool = False
 
 
 def _ffn(d: int, d_ff: int) -> nn.Sequential:
@@ -145,11 +148,21 @@ class Transformer(Seq2SeqModel):
         self.drop = nn.Dropout(p)
         self.enc_ln, self.dec_ln = nn.LayerNorm(d), nn.LayerNorm(d)
         self.out = nn.Linear(d, len(tgt_vocab))
+        if config.tie_embeddings:
+            if src_vocab != tgt_vocab:
+                raise ValueError("tied embeddings need one vocabulary for both sides")
+            nn.init.normal_(self.src_emb.weight, std=d**-0.5)  # logits y E^T of unit scale
+            with torch.no_grad():
+                self.src_emb.weight[src_vocab.pad].zero_()  # <pad> embeds to 0
+            self.tgt_emb = self.src_emb  # E: one matrix, three uses
+            self.out.weight = self.src_emb.weight
 
     def _embed(self, emb: nn.Embedding, ids: Tensor, first: int = 0) -> Tensor:
-        """ids (B, n) at positions first..first + n - 1 -> token + PE[pos]: (B, n, d)."""
+        """ids (B, n) at positions first..first + n - 1 -> token + PE[pos]: (B, n, d)
+        (tied: sqrt(d) E[ids] + PE, Vaswani et al. 3.4)."""
         n, d = ids.shape[1], self.config.d_model
-        return self.drop(emb(ids) + positional_encoding(first + n, d)[first:])
+        x = emb(ids) * d**0.5 if self.config.tie_embeddings else emb(ids)
+        return self.drop(x + positional_encoding(first + n, d)[first:])
 
     # ---------------------------------------------------------------- the two stacks
     def run_encoder(self, src: Tensor, src_len: Tensor) -> tuple[Tensor, Tensor]:

@@ -6,6 +6,11 @@ current row boxed) once; an update swaps the image data only and the caller blit
 size: a picture too small for them is made larger (:func:`heatmap_room` gives the room the
 labels need) or split, never thinned; in a larger heatmap an axis without the
 room labels every k-th token rather than overprint.  :func:`still_heatmap` is the same picture drawn with the rest of its figure.
+
+Subword pieces (:mod:`attnlab.text.subwords`) are labelled as people read them
+(:func:`tick_labels`: a word start plain, a continuation ``##piece``, bytes as their
+character), never as SentencePiece's ``▁Close`` or ``<0xC3>``: ``set_labels`` and
+:func:`heatmap_room` read a list that holds such a piece as pieces unless told otherwise.
 """
 
 from __future__ import annotations
@@ -21,12 +26,14 @@ from matplotlib.patches import Rectangle
 from matplotlib.text import Text
 
 from attnlab.pictures.typography import CHAR_WIDTH, TYPE, TypeSizes, literal
+from attnlab.text.subwords import BYTE_PIECE, WORD_START, readable
 
 __all__ = [
     "Heatmap",
     "still_heatmap",
     "heatmap_room",
     "heatmaps_of",
+    "tick_labels",
     "LABEL_PITCH",
     "MAX_LABELLED",
     "TURNS",
@@ -37,6 +44,23 @@ LABEL_PITCH = 1.1
 #: Up to this many keys or queries every one is labelled, whatever the room; a
 #: picture too small for them is made larger or split, never thinned.
 MAX_LABELLED = 40
+
+
+def tick_labels(tokens: Sequence[str], pieces: bool | None = None) -> list[str]:
+    """The labels of ``tokens`` on a picture: subword pieces made readable
+    (:func:`attnlab.text.subwords.readable`), any other token as it is.  ``pieces``: True for
+    pieces, False for other tokens, None (default) pieces when one of them is a piece that
+    starts a word (``▁``) or a byte piece (``<0xC3>``).
+
+    >>> tick_labels(["▁Daten", "träger", "<eos>"])
+    ['Daten', '##träger', '<eos>']
+    >>> tick_labels(["3", " ", "M", "a", "y"])
+    ['3', ' ', 'M', 'a', 'y']
+    """
+    tokens = [str(s) for s in tokens]
+    if pieces is None:
+        pieces = any(s.startswith(WORD_START) or BYTE_PIECE.fullmatch(s) for s in tokens)
+    return readable(tokens) if pieces else tokens
 
 
 def _label_width(label: str, tick: float) -> float:
@@ -68,15 +92,16 @@ def heatmap_room(
     y_labels: Sequence[str],
     tick: float = TYPE.tick,
     turn: bool | str | None = None,
+    pieces: bool | None = None,
 ) -> tuple[float, float]:
     """(width, height) of the axes, in the unit of ``tick``, at which every label fits.
 
     Rows are ``LABEL_PITCH * tick`` apart at least; columns as far apart as their labels need
     standing as ``turn`` says (:data:`TURNS`; ``None``: the way that needs the least room).
     Size a picture so that its heatmap gets at least this much room (or split it): the labels
-    are never thinned.
+    are never thinned.  The labels are measured as shown (:func:`tick_labels` with ``pieces``).
     """
-    x_shown = [literal(s) for s in x_labels]
+    x_shown = [literal(s) for s in tick_labels(x_labels, pieces)]
     turns = TURNS if turn is None else (turn,)
     col = min(_column_pitch(x_shown, tick, t) for t in turns)
     return len(x_shown) * col, len(y_labels) * LABEL_PITCH * tick
@@ -227,6 +252,7 @@ class Heatmap:
         reveal_rows: bool = False,
         mathtext: bool = False,
         turn: bool | None = None,
+        pieces: bool | None = None,
     ) -> None:
         """Fix the grid to len(y_labels) rows and len(x_labels) columns, with tick labels.
 
@@ -236,9 +262,11 @@ class Heatmap:
         output token is not known before its step).  Labels are shown literally
         (:func:`literal`) unless ``mathtext`` is True.  ``turn``: x labels upright (True),
         level (False) or the longer ones upright ("long"); by default the first of these that
-        fits (:data:`TURNS`).
+        fits (:data:`TURNS`).  Subword pieces are labelled readably (:func:`tick_labels`;
+        ``pieces`` None: detected), and ``x_labels`` / ``y_labels`` keep the labels shown.
         """
-        self.x_labels, self.y_labels = [str(s) for s in x_labels], [str(s) for s in y_labels]
+        self.x_labels = tick_labels(x_labels, pieces)
+        self.y_labels = [str(s) for s in y_labels] if mathtext else tick_labels(y_labels, pieces)
         self.reveal_rows = reveal_rows
         n_rows, n_cols = max(len(self.y_labels), 1), max(len(self.x_labels), 1)
         self.data = np.full((n_rows, n_cols), np.nan)
@@ -254,7 +282,7 @@ class Heatmap:
         if turn is None:  # level where they fit, else the long ones upright, else all
             fits = [t for t in TURNS if len(x_shown) * _column_pitch(x_shown, tick, t) <= width_pt]
             turn = fits[0] if fits else min(TURNS, key=lambda t: _column_pitch(x_shown, tick, t))
-        need_w, need_h = heatmap_room(x_shown, y_shown, tick, turn=turn)
+        need_w, need_h = heatmap_room(x_shown, y_shown, tick, turn=turn, pieces=False)
         self.crowded = need_w > width_pt * 1.001 or need_h > height_pt * 1.001
         # up to MAX_LABELLED tokens every one is labelled; in a larger heatmap an axis that
         # lacks the room labels every k-th token (and the last) rather than overprint
@@ -343,13 +371,16 @@ class Heatmap:
                 self.ax.draw_artist(self._row_texts[r])
 
 
-def still_heatmap(ax, values, x_labels, y_labels, turn: bool | None = None, **kwargs) -> Heatmap:
+def still_heatmap(
+    ax, values, x_labels, y_labels, turn: bool | None = None, pieces: bool | None = None, **kwargs
+) -> Heatmap:
     """A :class:`Heatmap` drawn with the rest of its figure (not blitted): a still picture.
 
-    ``kwargs`` go to :class:`Heatmap` (title, sizes, cmap, ...), ``turn`` to ``set_labels``.
+    ``kwargs`` go to :class:`Heatmap` (title, sizes, cmap, ...), ``turn`` and ``pieces`` to
+    ``set_labels``.
     """
     heat = Heatmap(ax, **kwargs)
-    heat.set_labels(x_labels, y_labels, turn=turn)
+    heat.set_labels(x_labels, y_labels, turn=turn, pieces=pieces)
     heat.image.set_animated(False)  # a still picture: drawn with the rest
     heat.set_data(values)
     return heat

@@ -1,1 +1,1 @@
-"""Text: vocabularies and tokens, the toy tasks, the real corpus, German compounds."""
+"""Text: vocabularies and tokens, the toy tasks, the real corpus, subword units and near-twins."""

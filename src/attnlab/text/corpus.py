@@ -19,9 +19,18 @@ word left beside the placeholders; cap the length (:data:`MAX_WORDS` English tok
 (:func:`source_key`: lower-cased tokens without final punctuation), keeping the translation
 the sources give most often (ties: the first in :data:`~attnlab.text.catalogs.SOURCES` order).
 
-Splitting (:func:`split_of`): by the SHA-256 of the normalised English source, 90% train, 5%
-dev, 5% test; the same English never lands in two splits, and a string keeps its split when
-the catalogs change.
+Splitting (:func:`split`), so that the test splits measure generalisation, not recall:
+
+- ``unseen``: the pairs of the held-out packages (:data:`HELD_OUT`), whole applications
+  none of whose English strings (nor a near-twin of one) is in any other package: the
+  out-of-domain test split.  A string a held-out package shares with another goes with the
+  other's.
+- ``train``, ``dev``, ``test`` (90/5/5, in domain): near-twins (:mod:`attnlab.text.twins`:
+  the same normalised tokens, or one token edit apart) are kept in one split: each group of
+  near-twins goes where the SHA-256 of its first string (in the order of their normalised
+  English) sends it
+  (:func:`split_of`); a family of more than :data:`MAX_TWIN_GROUP` near-twins (an
+  application's templates, "Unable to delete {1}.") is training text.
 """
 
 from __future__ import annotations
@@ -35,6 +44,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from attnlab.text.catalogs import SOURCES, catalog_dir, read_catalogs
+from attnlab.text.twins import groups, normalised
 from attnlab.text.vocab import tokenize
 
 __all__ = [
@@ -42,16 +52,22 @@ __all__ = [
     "MAX_TGT_WORDS",
     "MAX_WORDS",
     "SPLITS",
+    "HELD_OUT",
+    "MAX_TWIN_GROUP",
     "Built",
     "build",
     "clean_pair",
     "load_corpus",
     "source_key",
+    "split",
     "split_of",
 ]
 
 LANGS = ("fr", "de")  # English -> these
-SPLITS = ("train", "dev", "test")
+SPLITS = ("train", "dev", "test", "unseen")  # "unseen": the held-out packages
+#: The packages held out whole as the out-of-domain test split "unseen" (PyPI names).
+HELD_OUT: tuple[str, ...] = ("Trac", "openslides")  # an issue tracker and wiki, a meeting system
+MAX_TWIN_GROUP = 20  # a larger family of near-twins goes to training
 MAX_WORDS = 15  # tokens of the English (words, punctuation, placeholders)
 MAX_TGT_WORDS = 22  # tokens of the translation
 
@@ -101,6 +117,8 @@ def clean_pair(en: str, tgt: str) -> tuple[str, str] | None:
     if _MARKUP.search(en) or _MARKUP.search(tgt) or "\n" in en.strip():
         return None
     en, tgt = _tidy(en), _tidy(tgt)
+    if _MARKUP.search(en) or _MARKUP.search(tgt):
+        return None  # markup written as entities ("&lt;b&gt;")
     if not en or not tgt or en == tgt and not re.search(r"[A-Za-z]{4}", en):
         return None
     if en.casefold() == tgt.casefold():
@@ -118,15 +136,13 @@ def clean_pair(en: str, tgt: str) -> tuple[str, str] | None:
 
 
 def source_key(en: str) -> str:
-    """The normalised English: lower-cased tokens, final punctuation dropped, one space."""
-    tokens = tokenize(en)
-    while tokens and not tokens[-1][0].isalnum() and not tokens[-1].startswith("{"):
-        tokens.pop()
-    return " ".join(tokens)
+    """The normalised English (:func:`attnlab.text.twins.normalised`), one space between."""
+    return " ".join(normalised(en))
 
 
 def split_of(en: str) -> str:
-    """The split of an English string, from the SHA-256 of :func:`source_key`: 90/5/5."""
+    """The in-domain split a group of near-twins whose first string is ``en`` goes to,
+    from the SHA-256 of its :func:`source_key`: 90/5/5."""
     bucket = int(hashlib.sha256(source_key(en).encode()).hexdigest()[:8], 16) % 100
     return "train" if bucket < 90 else "dev" if bucket < 95 else "test"
 
@@ -142,21 +158,49 @@ class Built:
     raw: int  # catalog entries read
 
 
-def _dedupe(candidates: list[tuple[str, str, int]]) -> list[tuple[str, str]]:
-    """One pair per normalised English: its most frequent translation (ties: first seen)."""
+def _dedupe(candidates: list[tuple[str, str, int, str]]) -> list[tuple[str, str, set[str]]]:
+    """One pair per normalised English: its most frequent translation (ties: first seen),
+    with the packages that hold the English."""
     by_key: dict[str, Counter] = {}
     first_en: dict[str, str] = {}
     order: dict[tuple[str, str], int] = {}
-    for en, tgt, rank in candidates:
+    packages: dict[str, set[str]] = {}
+    for en, tgt, rank, package in candidates:
         key = source_key(en)
         by_key.setdefault(key, Counter())[tgt] += 1
         first_en.setdefault(key, en)
         order.setdefault((key, tgt), rank)
+        packages.setdefault(key, set()).add(package)
     pairs = []
     for key, counts in by_key.items():
         tgt = min(counts, key=lambda t: (-counts[t], order[(key, t)]))
-        pairs.append((first_en[key], tgt))
+        pairs.append((first_en[key], tgt, packages[key]))
     return sorted(pairs, key=lambda p: (source_key(p[0]), p[0]))
+
+
+def split(
+    pairs: list[tuple[str, str, set[str]]], held_out: tuple[str, ...] | None = None
+) -> dict[str, list[tuple[str, str]]]:
+    """(English, translation, its packages) -> the four splits (module doc): near-twins in
+    one split; a group none of whose strings is outside the ``held_out`` packages (default
+    :data:`HELD_OUT`) is "unseen"."""
+    held_out = HELD_OUT if held_out is None else held_out
+    group_of = groups([normalised(en) for en, _, _ in pairs])
+    members: dict[int, list[int]] = {}
+    for i, g in enumerate(group_of):
+        members.setdefault(g, []).append(i)
+    out: dict[str, list[tuple[str, str]]] = {s: [] for s in SPLITS}
+    for g, idx in sorted(members.items()):
+        if all(pairs[i][2] <= set(held_out) for i in idx):
+            name = "unseen"
+        elif len(idx) > MAX_TWIN_GROUP:
+            name = "train"
+        else:
+            name = split_of(pairs[g][0])  # g: the group's first string
+        out[name] += [pairs[i][:2] for i in idx]
+    return {
+        name: sorted(rows, key=lambda p: (source_key(p[0]), p[0])) for name, rows in out.items()
+    }
 
 
 def build(lang: str, folder: Path | str | None = None) -> Built:
@@ -175,11 +219,10 @@ def build(lang: str, folder: Path | str | None = None) -> Built:
         raw += len(pairs)
         clean = [p for p in (clean_pair(en, tgt) for en, tgt in pairs) if p is not None]
         per_source[f"{source.package} {source.version}"] = len(clean)
-        candidates += [(en, tgt, len(candidates) + i) for i, (en, tgt) in enumerate(clean)]
-    splits: dict[str, list[tuple[str, str]]] = {s: [] for s in SPLITS}
-    for en, tgt in _dedupe(candidates):
-        splits[split_of(en)].append((en, tgt))
-    return Built(lang, splits, per_source, raw)
+        candidates += [
+            (en, tgt, len(candidates) + i, source.package) for i, (en, tgt) in enumerate(clean)
+        ]
+    return Built(lang, split(_dedupe(candidates)), per_source, raw)
 
 
 @lru_cache(maxsize=4)
@@ -188,7 +231,8 @@ def _cached(lang: str, folder: str) -> Built:
 
 
 def load_corpus(lang: str, folder: Path | str | None = None) -> dict[str, list[tuple[str, str]]]:
-    """{"train", "dev", "test"} -> [(English, translation), ...] for English -> ``lang``
+    """{"train", "dev", "test", "unseen"} -> [(English, translation), ...] for English ->
+    ``lang``
     (built once per process from the catalogs; see :func:`build`)."""
     folder = Path(folder) if folder is not None else catalog_dir()
     return _cached(lang, str(folder)).splits

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from attnlab.text.catalogs import SOURCES, read_license
-from attnlab.text.corpus import LANGS, SPLITS, Built
+from attnlab.text.corpus import HELD_OUT, LANGS, MAX_TWIN_GROUP, SPLITS, Built
 from attnlab.text.vocab import tokenize
 
 __all__ = ["data_card"]
@@ -36,38 +36,50 @@ def data_card(built: dict[str, Built], seconds: float, folder: Path) -> str:
         "catalogs inside pinned wheels that `make setup` downloads with their SHA-256",
         "(`data-requirements.txt`); nothing else is read, and nothing is downloaded at build",
         f"time. Build time on this machine: {seconds:.1f} s. Cleaning and splitting rules:",
-        "the docstring of `src/attnlab/text/corpus.py`. Text is lower-cased and tokenised into",
-        "words and punctuation by `attnlab.text.vocab.tokenize`; placeholders are written `{1}`,",
-        "`{2}`, ... (one token each).",
+        "the docstring of `src/attnlab/text/corpus.py`. Text keeps its case; placeholders are",
+        "written `{1}`, `{2}`, ... The models read and write subword pieces learned from the",
+        "training split only (`attnlab.text.subwords`: SentencePiece BPE, byte fallback, the",
+        "placeholders one piece each); the counts below are words and punctuation",
+        "(`attnlab.text.vocab.tokenize`).",
         "",
         "## Sources and licenses (read from each wheel: its license file and METADATA)",
         "",
         "| package | version | license (from its license file) | METADATA says | catalogs |"
-        " clean EN->FR | clean EN->DE |",
-        "|---|---|---|---|---|---|---|",
+        " clean EN->FR | clean EN->DE | split |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for s in SOURCES:
         lic = read_license(s, folder)
         counts = [built[lang].per_source.get(f"{s.package} {s.version}", "-") for lang in LANGS]
         kind = "JSON (`locale/*/LC_MESSAGES/*.json`)" if s.kind == "json" else "gettext `.po`"
         row = f"| {s.package} | {s.version} | {s.license} | {lic} | {kind} |"
-        lines.append(f"{row} {counts[0]} | {counts[1]} |")
+        where = "**unseen** (held out)" if s.package in HELD_OUT else "train/dev/test"
+        lines.append(f"{row} {counts[0]} | {counts[1]} | {where} |")
     lines += [
         "",
-        "All the licenses are permissive (BSD-2/3, MIT, Apache-2.0): the strings may be",
+        "All the licenses are permissive (BSD-2/3, MIT, ISC, Apache-2.0): the strings may be",
         "redistributed with the copyright and license notices (Apache-2.0: and a note that",
-        "they were changed: we clean, lower-case and tokenise them); they are the packages'",
-        "translators' work, not ours. We ship no catalog, only models trained on the strings",
-        "and the words of their vocabularies.",
+        "they were changed: we clean them); they are the packages' translators' work, not",
+        "ours. We ship no catalog; we ship models trained on the strings, their subword",
+        "pieces, and the training split's English strings (`src/attnlab/results/seen-*.txt.gz`,",
+        "which the widgets read to say when a typed phrase was seen in training).",
         "",
         "## Pairs per split (after cleaning and deduplication by the normalised English)",
         "",
-        "| pair | train | dev | test | total |",
-        "|---|---|---|---|---|",
+        "Two test splits. **test** is in domain: strings of the same applications as the",
+        "training split. **unseen** is out of domain: every string of the held-out packages",
+        f"({', '.join(HELD_OUT) or 'none'}) that no other package holds; they are whole",
+        "applications the models never saw. Near-twins (the same normalised tokens, or one",
+        "token edit apart, the longer of 4+ tokens: `attnlab.text.twins`) are kept in one",
+        f"split, and a family of more than {MAX_TWIN_GROUP} near-twins is training text, so",
+        "that no test string is a training string with one word changed.",
+        "",
+        "| pair | train | dev | test | unseen | total |",
+        "|---|---|---|---|---|---|",
     ]
     for lang in LANGS:
         n = [len(built[lang].splits[s]) for s in SPLITS]
-        lines.append(f"| EN->{lang.upper()} | {n[0]} | {n[1]} | {n[2]} | {sum(n)} |")
+        lines.append(f"| EN->{lang.upper()} | {' | '.join(map(str, n))} | {sum(n)} |")
     lines += [
         "",
         "## What the text is, and is not",

@@ -20,12 +20,14 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
+from attnlab.text.subwords import processor, spell
+
 __all__ = [
     "PAD",
     "SOS",
     "EOS",
     "UNK",
-    "JOINER",
+    "LEVELS",
     "SPECIALS",
     "InvalidInput",
     "Vocab",
@@ -35,6 +37,7 @@ __all__ = [
 ]
 
 PAD, SOS, EOS, UNK = "<pad>", "<sos>", "<eos>", "<unk>"
+LEVELS = ("char", "word", "subword")  # what a Vocab's tokens are
 SPECIALS = (PAD, SOS, EOS, UNK)  # ids 0, 1, 2, 3 in every vocabulary
 
 
@@ -46,35 +49,30 @@ class InvalidInput(ValueError):
 #: A token: a placeholder ``{1}``, a word with an elided apostrophe ("l'", "d'"), a word
 #: (hyphenated words are one: "sous-page", "êtes-vous"), or any other single character
 #: (punctuation, a symbol, an emoji).
-#: Ends every part of a split word but the last ("datenträger@@ details": Sennrich et al.'s
-#: joiner, see :mod:`attnlab.text.compounds`); :func:`detokenize` glues such a token to the next.
-JOINER = "@@"
-_TOKEN = re.compile(r"\{\d+\}|\w+(?:-\w+)*-?@@|\w+'(?=\w)|\w+(?:-\w+)*|[^\w\s]")
+_TOKEN = re.compile(r"\{\d+\}|\w+'(?=\w)|\w+(?:-\w+)*|[^\w\s]")
 _NO_SPACE_BEFORE = set(".,;:!?)]}%/")
 _NO_SPACE_AFTER = set("([{/")
 
 
-def tokenize(text: str) -> list[str]:
-    """Lower-cased words, punctuation and placeholders of ``text``, in order.
+def tokenize(text: str, lower: bool = True) -> list[str]:
+    """Lower-cased (``lower=False``: as written) words, punctuation and placeholders of
+    ``text``, in order.
 
     >>> tokenize("Close all tabs")
     ['close', 'all', 'tabs']
     >>> tokenize("Type de cellule par défaut : l'élément {1}.")
     ['type', 'de', 'cellule', 'par', 'défaut', ':', "l'", 'élément', '{1}', '.']
     """
-    text = text.replace("\u2019", "'").lower()
-    return _TOKEN.findall(text)
+    text = text.replace("\u2019", "'")
+    return _TOKEN.findall(text.lower() if lower else text)
 
 
 def detokenize(tokens: Sequence[str]) -> str:
     """Tokens joined by spaces, without a space before closing punctuation or after an
-    opening bracket or an elided word ("l'"), and none after a part ending in "@@" (whose
-    "@@" is dropped: ``["datenträger@@", "details"]`` -> "datenträgerdetails")."""
-    out, quotes, joined = "", 0, False
+    opening bracket or an elided word ("l'")."""
+    out, quotes = "", 0
     for tok in tokens:
-        glue = not out or joined or out.endswith("'") or out[-1] in _NO_SPACE_AFTER
-        joined = tok.endswith(JOINER) and len(tok) > len(JOINER)  # a part: the next one follows
-        tok = tok[: -len(JOINER)] if joined else tok
+        glue = not out or out.endswith("'") or out[-1] in _NO_SPACE_AFTER
         if tok == '"':  # an opening quote sticks to the next token, a closing one to the last
             quotes += 1
             glue = glue or quotes % 2 == 0
@@ -96,24 +94,42 @@ class Vocab:
     '19-7'
 
     ``level="word"``: the tokens are words (:func:`tokenize`); an unknown word is ``<unk>``.
+    ``Vocab.subwords(model)``: the pieces of a SentencePiece model
+    (:mod:`attnlab.text.subwords`), cased, never ``<unk>``.
     """
 
-    def __init__(self, symbols: Iterable[str], level: str = "char"):
-        if level not in ("char", "word"):
-            raise ValueError(f"level must be 'char' or 'word'; got {level!r}")
+    def __init__(self, symbols: Iterable[str], level: str = "char", model: bytes | None = None):
+        if level not in LEVELS:
+            raise ValueError(f"level must be one of {', '.join(LEVELS)}; got {level!r}")
+        if (level == "subword") != (model is not None):
+            raise ValueError("a subword Vocab (and only one) needs its subword model")
         self.level = level
+        self.model = model  # the serialised SentencePiece model of a subword Vocab
+        self._pieces = None
+        if model is not None:
+            self._pieces = processor(model)
+            held = [self._pieces.id_to_piece(i) for i in range(self._pieces.get_piece_size())]
+            if tuple(held[: len(SPECIALS)]) != SPECIALS:
+                raise ValueError("a subword model must number <pad> <sos> <eos> <unk> 0-3")
+            symbols = held[len(SPECIALS) :]
         symbols = list(dict.fromkeys(symbols))  # unique, first occurrence order
         for c in symbols:
-            if level == "word":
+            if level in ("word", "subword"):
                 if not isinstance(c, str) or not c or c.split() != [c] or c in SPECIALS:
-                    raise ValueError(f"a word Vocab holds words without spaces; got {c!r}")
+                    raise ValueError(f"a {level} Vocab holds tokens without spaces; got {c!r}")
             elif not isinstance(c, str) or len(c) != 1:
                 raise ValueError(f"a Vocab holds single characters; got {c!r}")
-        # The characters, or the words, that the vocabulary holds besides the special tokens.
+        # The characters, words or subword pieces the vocabulary holds besides the specials.
         self.symbols: tuple[str, ...] = tuple(symbols)
         self.itos: list[str] = [*SPECIALS, *self.symbols]  # id -> token
         self.stoi: dict[str, int] = {s: i for i, s in enumerate(self.itos)}  # token -> id
         self.pad, self.sos, self.eos, self.unk = 0, 1, 2, 3
+
+    @classmethod
+    def subwords(cls, model: bytes) -> Vocab:
+        """The subword vocabulary of a SentencePiece model
+        (:func:`attnlab.text.subwords.train_subwords`)."""
+        return cls((), level="subword", model=model)
 
     def __len__(self) -> int:
         return len(self.itos)
@@ -121,27 +137,38 @@ class Vocab:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Vocab):
             return False
-        return (self.symbols, self.level) == (other.symbols, other.level)
+        return (self.symbols, self.level, self.model) == (other.symbols, other.level, other.model)
 
     def __hash__(self) -> int:
-        return hash((self.symbols, self.level))
+        return hash((self.symbols, self.level, self.model))
 
     def __repr__(self) -> str:
+        if self.level == "subword":
+            return f"Vocab({len(self.symbols)} subwords)"
         if self.level == "word":
             return f"Vocab({len(self.symbols)} words)"
         return f"Vocab({''.join(self.symbols)!r})"
 
     @property
     def lower_only(self) -> bool:
-        """True when no character of the vocabulary is an upper-case letter (words: always)."""
+        """True when the vocabulary reads lower-case text only: no character of it is an
+        upper-case letter (words: always; subwords keep case: never)."""
+        if self.level == "subword":
+            return False
         return self.level == "word" or not any(c.isupper() for c in self.symbols)
 
     def tokens(self, text: str) -> list[str]:
-        """The tokens of ``text``: its characters, or its words (:func:`tokenize`)."""
+        """The tokens of ``text``: its characters, its words (:func:`tokenize`), or its
+        subword pieces (never <unk>: byte fallback)."""
+        if self.level == "subword":
+            return self._pieces.encode(text, out_type=str)
         return tokenize(text) if self.level == "word" else list(text)
 
     def join(self, tokens: Sequence[str]) -> str:
-        """Tokens back into text: characters joined, words by :func:`detokenize`."""
+        """Tokens back into text: characters joined, words by :func:`detokenize`, pieces
+        by SentencePiece (``▁`` a space, byte pieces their characters)."""
+        if self.level == "subword":
+            return spell(tokens)  # as attnlab.decode.Decoding.text spells them
         return detokenize(tokens) if self.level == "word" else "".join(tokens)
 
     def tokens_as_read(self, text: str) -> list[str]:
@@ -177,8 +204,8 @@ class Vocab:
         return self.join(out)
 
     def to_list(self) -> list[str]:
-        """The symbols (characters or words, not the specials), for a JSON card: the card's
-        ``src_vocab`` / ``tgt_vocab``."""
+        """The symbols (characters, words or pieces, not the specials), for a JSON card: the
+        card's ``src_vocab`` / ``tgt_vocab`` (a subword card also holds the model)."""
         return list(self.symbols)
 
 

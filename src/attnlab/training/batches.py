@@ -26,7 +26,6 @@ from attnlab.training.config import TrainConfig
 __all__ = [
     "Examples",
     "batches",
-    "copy_targets",
     "drop_words",
     "encode_pairs",
     "padded_pairs",
@@ -63,15 +62,13 @@ def padded_pairs(
 
 def take(data: dict, idx: Tensor, pad: int) -> dict[str, Tensor]:
     """The examples ``idx`` (B,) of ``data``, trimmed to their longest source and target:
-    src (B, n), src_len (B,), tgt_in (B, T), tgt_out (B, T) (and align (B, T) if ``data``
-    has it)."""
+    src (B, n), src_len (B,), tgt_in (B, T), tgt_out (B, T)."""
     src_len = data["src_len"][idx]
     tgt_out = data["tgt_out"][idx]
     n, T = int(src_len.max()), int((tgt_out != pad).sum(dim=1).max())
     batch = {"src": data["src"][idx, :n], "src_len": src_len}
-    for key in ("tgt_in", "tgt_out", "align"):
-        if key in data:
-            batch[key] = data[key][idx, :T]
+    for key in ("tgt_in", "tgt_out"):
+        batch[key] = data[key][idx, :T]
     return batch
 
 
@@ -94,14 +91,11 @@ def batches(data: dict, cfg: TrainConfig, src_vocab: Vocab, tgt_vocab: Vocab) ->
 
 
 def _with_dropout(batch: dict, p: float, gen: torch.Generator, src_unk: int, tgt_unk: int) -> Batch:
-    """The batch, words dropped to <unk> (source and decoder input) with probability ``p``;
-    a target word whose English word was dropped (``align``) is written <unk>."""
+    """The batch, tokens dropped to <unk> (source and decoder input) with probability ``p``."""
     src, tgt_in, tgt_out = batch["src"], batch["tgt_in"], batch["tgt_out"]
     if p <= 0:
         return src, batch["src_len"], tgt_in, tgt_out
     read = drop_words(src, p, gen, src_unk)
-    if "align" in batch:
-        tgt_in, tgt_out = copy_targets(read != src, tgt_in, tgt_out, batch["align"], tgt_unk)
     return read, batch["src_len"], drop_words(tgt_in, p, gen, tgt_unk), tgt_out
 
 
@@ -109,23 +103,6 @@ def drop_words(ids: Tensor, p: float, gen: torch.Generator, unk: int) -> Tensor:
     """ids with each real word (not a special token) made ``unk`` with probability p."""
     drop = (torch.rand(ids.shape, generator=gen) < p) & (ids >= len(SPECIALS))
     return ids.masked_fill(drop, unk)
-
-
-def copy_targets(
-    dropped: Tensor, tgt_in: Tensor, tgt_out: Tensor, align: Tensor, unk: int
-) -> tuple[Tensor, Tensor]:
-    """tgt_in, tgt_out with ``unk`` where the target word's English word was made <unk>.
-
-    dropped (B, n): which source words word dropout made <unk>; align (B, T): the source
-    position of each target word's English word, -1 for none
-    (:func:`attnlab.training.translation.align_targets`).  Such a y_t becomes <unk> in
-    tgt_out (B, T) and, one step later, in tgt_in."""
-    has = align >= 0
-    hit = has & dropped.gather(1, align.clamp(min=0))  # (B, T): dropped[b, align[b, t]]
-    tgt_out = tgt_out.masked_fill(hit, unk)
-    tgt_in = tgt_in.clone()
-    tgt_in[:, 1:] = tgt_in[:, 1:].masked_fill(hit[:, :-1], unk)  # y_t fed back at step t + 1
-    return tgt_in, tgt_out
 
 
 @dataclass

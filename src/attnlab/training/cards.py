@@ -40,6 +40,8 @@ MAX_CARD_BYTES = 1_000_000
 MAX_VOCAB = 256  # characters per vocabulary
 MAX_WORD_VOCAB = 20_000  # words per vocabulary of a word model (card "tokens": "word")
 MAX_WORD_CHARS = 64
+MAX_SUBWORD_MODEL_CHARS = 600_000  # a subword card's SentencePiece model, in base64
+BASE64 = re.compile(r"[A-Za-z0-9+/]+={0,2}")
 #: Bounds of the integer config fields (any other integer field: 1..4096).
 INT_BOUNDS = {"num_layers": (1, 16), "num_heads": (1, 64), "max_src_len": (1, 1000)}
 INT_BOUNDS["max_tgt_len"] = INT_BOUNDS["max_src_len"]
@@ -82,10 +84,10 @@ def _check_word_vocab(words: object, what: str, path: Path) -> None:
 
 
 def _check_vocab(chars: object, what: str, path: Path, level: object = "char") -> None:
-    if level == "word":
+    if level in ("word", "subword"):  # a subword card lists its pieces like words
         return _check_word_vocab(chars, what, path)
     if level != "char":
-        raise card_error(path, "'tokens' must be 'char' or 'word'")
+        raise card_error(path, "'tokens' must be 'char', 'word' or 'subword'")
     if not isinstance(chars, list) or not 1 <= len(chars) <= MAX_VOCAB:
         raise card_error(path, f"{what} must be a list of 1 to {MAX_VOCAB} characters")
     if not all(isinstance(c, str) and len(c) == 1 for c in chars):
@@ -163,17 +165,23 @@ def check_card(card: object, path: Path, size: int) -> None:
     level = card.get("tokens", "char")  # word models: "word"
     _check_vocab(card.get("src_vocab"), "src_vocab", path, level)
     _check_vocab(card.get("tgt_vocab"), "tgt_vocab", path, level)
-    _check_lexicon(card.get("unk_lexicon", {}), path)
+    _check_subword_model(card, path, level)
     _check_numbers(card, path)
 
 
-def _check_lexicon(lexicon: object, path: Path) -> None:
-    """A word model's ``unk_lexicon``: English word -> its translation, words of 1 to
-    MAX_WORD_CHARS characters without spaces, at most MAX_WORD_VOCAB entries."""
-    if not isinstance(lexicon, dict) or len(lexicon) > MAX_WORD_VOCAB:
-        raise card_error(path, f"'unk_lexicon' must map at most {MAX_WORD_VOCAB} words to words")
-    if not all(_is_word(w) for w in (*lexicon, *lexicon.values())):
-        raise card_error(path, f"'unk_lexicon' must hold words of 1 to {MAX_WORD_CHARS} characters")
+def _check_subword_model(card: dict, path: Path, level: object) -> None:
+    """A subword card's ``subword_model``: the SentencePiece model, base64, size-capped."""
+    model = card.get("subword_model")
+    if level != "subword":
+        if model is not None:
+            raise card_error(path, "'subword_model' belongs to a subword card only")
+        return
+    if not isinstance(model, str) or not 0 < len(model) <= MAX_SUBWORD_MODEL_CHARS:
+        raise card_error(
+            path, f"'subword_model' must be base64 text of at most {MAX_SUBWORD_MODEL_CHARS}"
+        )
+    if not BASE64.fullmatch(model):
+        raise card_error(path, "'subword_model' is not base64 text")
 
 
 def _no_constants(name: str) -> None:

@@ -39,6 +39,8 @@ missing file raises :class:`FileNotFoundError`, a damaged or crafted one
 
 from __future__ import annotations
 
+import base64
+import binascii
 import hashlib
 import json
 import math
@@ -175,7 +177,8 @@ def save(model, name: str, card: dict, directory: Path | str | None = None) -> P
         raise ValueError(f"a checkpoint name is letters, digits, '-' and '_'; got {name!r}")
     folder = _folder(directory)
     folder.mkdir(parents=True, exist_ok=True)
-    state = {k: v.detach().contiguous().cpu() for k, v in model.state_dict().items()}
+    # clone: tied weights (one tensor under several names) are stored once per name
+    state = {k: v.detach().cpu().clone() for k, v in model.state_dict().items()}
     data = save_tensors(state, metadata={"name": name, "kind": model.kind})
     digest = hashlib.sha256(data).hexdigest()
     weights = folder / f"{name}.{digest[:16]}.safetensors"
@@ -328,10 +331,24 @@ class _NoDrawOnMeta(TorchFunctionMode):
         return func(*args, **kwargs)
 
 
+def _vocabs(card: dict, card_path: Path) -> tuple[Vocab, Vocab]:
+    """The source and target vocabularies the card describes (a subword card: one
+    SentencePiece model for both sides, whose pieces must be the card's lists)."""
+    level = card.get("tokens", "char")
+    if level != "subword":
+        return Vocab(card["src_vocab"], level), Vocab(card["tgt_vocab"], level)
+    try:
+        vocab = Vocab.subwords(base64.b64decode(card["subword_model"], validate=True))
+    except (ValueError, binascii.Error) as err:
+        raise card_error(card_path, f"its subword model is damaged: {err}") from None
+    if not card["src_vocab"] == card["tgt_vocab"] == vocab.to_list():
+        raise card_error(card_path, "its subword model does not hold the pieces it lists")
+    return vocab, vocab
+
+
 def _build(card: dict, card_path: Path, shapes: dict[str, list[int]], weights: Path):
     """The model the card describes, once its shapes on the meta device match the weights'."""
-    level = card.get("tokens", "char")
-    src_vocab, tgt_vocab = Vocab(card["src_vocab"], level), Vocab(card["tgt_vocab"], level)
+    src_vocab, tgt_vocab = _vocabs(card, card_path)
     args = (card["kind"], src_vocab, tgt_vocab, card["config"])
     try:
         with torch.device("meta"), _NoDrawOnMeta():
@@ -362,5 +379,4 @@ def load(name: str | Path, directory: Path | str | None = None):
         raise CheckpointError(f"corrupted checkpoint {path}: {first}") from None
     model.eval()
     model.card = card
-    model.unk_lexicon = dict(card.get("unk_lexicon", {}))  # what a written <unk> becomes
     return model

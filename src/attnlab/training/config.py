@@ -79,20 +79,11 @@ class TrainConfig:
     bucket: bool = False  # draw each batch among examples of similar length (less padding)
     train_length: list[int] = field(default_factory=lambda: [5, 60])  # reverse: lengths lo..hi
     test_length: list[int] = field(default_factory=lambda: [5, 60])  # reverse: held-out lengths
-    # ---- the word models (attnlab.training.translation)
-    word_dropout: float = 0.0  # each input word (source and decoder input) -> <unk> with this p
-    src_min_count: int = 2  # English words seen fewer times are read as <unk>
-    tgt_min_count: int = 1
-    # Also train on the word-by-word dictionary learned from the training split (one
-    # (English word, its most probable translation) pair per word seen >= lexicon_min times
-    # with t(f|e) >= 0.5; 0: no): the lexicon is what a few thousand strings teach slowly.
-    lexicon_min: int = 2
-    # German: split the targets' compounds into parts the model can write one by one
-    # ("datenträger@@ details"; attnlab.text.compounds), joined again when the output is read.
-    split_compounds: bool = False
-    # Learn to write <unk> where a word the model cannot read is copied (the attention
-    # models: decoding copies the source word alpha weighs most; attnlab.training.translation).
-    copy_unknown: bool = True
+    # ---- the real-language models (attnlab.training.translation)
+    # Subword units: one SentencePiece BPE vocabulary of this many pieces for both sides,
+    # learned from the training split (attnlab.text.subwords).
+    subwords: int = 0
+    word_dropout: float = 0.0  # each input piece (source and decoder input) -> <unk> with this p
 
     def check(self) -> TrainConfig:
         """ValueError unless every count is a whole number >= 1 (``warmup``,
@@ -161,8 +152,11 @@ def _task_configs(kind: str, task: str) -> tuple[object, TrainConfig]:
 #: Word models read at most 30 tokens and write at most 40 (the corpus's strings have at
 #: most 15 and 22): a longer text is refused with one line, an output is bounded.
 _WORD_LENS = {"max_src_len": 30, "max_tgt_len": 40}
+#: Subword models: at most 64 pieces read and 96 written.
+_PIECE_LENS = {"max_src_len": 64, "max_tgt_len": 96}
 _RNN = {"emb": 96, "enc_hidden": 128, "dec_hidden": 128, "attn_hidden": 128, "dropout": 0.2}
 _TRANSFORMER = {"d_model": 128, "num_heads": 4, "num_layers": 2, "d_ff": 256, "dropout": 0.1}
+_TIED = {**_TRANSFORMER, "tie_embeddings": True}
 #: A step budget on both threads (`make train` trains one model at a time, and at this size,
 #: a softmax over thousands of words, a second thread makes a step 1.6x faster: measured,
 #: idle machine); the dev split's chrF measured every ``eval_every`` steps and the best
@@ -180,25 +174,34 @@ _WORDS = TrainConfig(
     keep_best=True,
     word_dropout=0.1,
 )
-#: The Transformers: a step budget of at most 9 minutes on two threads, measured every 250
-#: steps, the last 5 measured weights averaged (Vaswani et al. 6.1) when that measures better;
-#: P_drop 0.1 as the paper's base model.
-_TRANSFORMER_WORDS = replace(_WORDS, warmup=200, eval_every=250, average_last=5)
+#: Subword models: one vocabulary of 4,000 pieces for both sides (8,000 learned slower from
+#: this little text: measured); no word dropout (in ten minutes the models underfit: the
+#: dev chrF still rises at the end); batches of similar
+#: lengths; one thread (a second gains about 15% on these sizes: measured), so `make train`
+#: could train two at once; the dev chrF of the first 400 dev pairs every 500 steps.
+_PIECES = replace(
+    _WORDS,
+    subwords=4000,
+    word_dropout=0.0,
+    bucket=True,
+    threads=1,
+    n_valid=400,
+    eval_every=500,
+)
+#: The Transformers: one matrix for both embeddings and the output layer (Vaswani et al.
+#: 3.4), the last 5 measured weights averaged when that measures better.
+_TRANSFORMER_PIECES = replace(_PIECES, warmup=200, average_last=5)
 
 #: (kind, real-language task) -> (model sizes, training).
 _WORD_CONFIGS: dict[tuple[str, str], tuple[dict, TrainConfig]] = {
-    ("rnnsearch", "en-fr"): (_RNN, replace(_WORDS, max_steps=1600)),
+    ("rnnsearch", "en-fr"): (_RNN, replace(_PIECES, max_steps=1400)),
     # Without attention, the same budget and as wide a decoder (s_t and c of 256).
     ("rnnencdec", "en-fr"): (
         {**_RNN, "enc_hidden": 256, "dec_hidden": 256},
-        replace(_WORDS, max_steps=1600, copy_unknown=False),  # no attention to copy with
+        replace(_PIECES, max_steps=1400),
     ),
-    ("transformer", "en-fr"): (_TRANSFORMER, replace(_TRANSFORMER_WORDS, max_steps=3000)),
-    # German compounds are split into parts ("datenträger@@ details", attnlab.text.compounds).
-    ("transformer", "en-de"): (
-        _TRANSFORMER,
-        replace(_TRANSFORMER_WORDS, max_steps=5000, split_compounds=True),
-    ),
+    ("transformer", "en-fr"): (_TIED, replace(_TRANSFORMER_PIECES, max_steps=4000)),
+    ("transformer", "en-de"): (_TIED, replace(_TRANSFORMER_PIECES, max_steps=4000)),
 }
 
 
@@ -211,7 +214,8 @@ def default_configs(kind: str, task: str) -> tuple[object, TrainConfig]:
         known = ", ".join(f"{k} on {t}" for k, t in _WORD_CONFIGS)
         raise ValueError(f"no recipe for {kind} on {task!r}; there are: {known}")
     sizes, train = _WORD_CONFIGS[(kind, task)]
-    return entry.config_class(**sizes, **_WORD_LENS), replace(train)
+    lens = _PIECE_LENS if train.subwords else _WORD_LENS
+    return entry.config_class(**sizes, **lens), replace(train)
 
 
 # --------------------------------------------------------------------------- shipped models

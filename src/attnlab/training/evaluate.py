@@ -2,7 +2,7 @@ r"""Scoring outputs: exact match and token accuracy, a model's held-out scores; 
 real-language corpus, sacrebleu's BLEU and chrF and two baselines.
 
     >>> from attnlab.training.evaluate import score, copy_baseline, Dictionary
-    >>> score(["fermer tous les onglets"], ["Fermer tous les onglets"])["bleu"]
+    >>> score(["Fermer tous les onglets"], ["Fermer tous les onglets"])["bleu"]
     100.0
 
 * :func:`exact_match`: the fraction of outputs that are exactly their reference, token for
@@ -77,7 +77,7 @@ def evaluate(
 def _metrics():
     from sacrebleu.metrics import BLEU, CHRF  # imported when scoring (0.2 s)
 
-    return BLEU(lowercase=True), CHRF(lowercase=True)
+    return BLEU(), CHRF()  # sacrebleu's defaults: cased, 13a; chrF nc=6, nw=0
 
 
 def signatures() -> dict[str, str]:
@@ -86,7 +86,7 @@ def signatures() -> dict[str, str]:
 
 
 def score(hypotheses: Sequence[str], references: Sequence[str]) -> dict:
-    """Corpus BLEU and chrF of ``hypotheses`` against one reference each (lower-cased)."""
+    """Corpus BLEU and chrF of ``hypotheses`` against one reference each (cased)."""
     if len(hypotheses) != len(references) or not references:
         raise ValueError(
             f"need as many hypotheses as references (got {len(hypotheses)}, "
@@ -118,8 +118,9 @@ class Dictionary:
     argmax_f t(f | e).
     """
 
-    def __init__(self, pairs: Sequence[tuple[str, str]], rounds: int = 5):
-        data = [([None, *tokenize(en)], tokenize(tgt)) for en, tgt in pairs]
+    def __init__(self, pairs: Sequence[tuple[str, str]], rounds: int = 5, cased: bool = False):
+        self.cased = cased  # learned on the words as written ("Datei"), else lower-cased
+        data = [([None, *tokenize(en, not cased)], tokenize(tgt, not cased)) for en, tgt in pairs]
         t: dict = defaultdict(lambda: 1.0)  # t(f | e), uniform at first
         for _ in range(rounds):
             count: dict = defaultdict(float)
@@ -138,13 +139,19 @@ class Dictionary:
                 best[e] = (p, f)
         self.table = {e: f for e, (_, f) in best.items()}
         self.prob = {e: p for e, (p, _) in best.items()}  # t(table[e] | e)
+        # cased: a word seen only otherwise written ("Save" at the start, "save" inside)
+        self.folded = {e.lower(): f for e, f in sorted(self.table.items(), key=lambda x: x[0])}
 
     def __len__(self) -> int:
         return len(self.table)
 
     def translate(self, text: str) -> str:
-        """Each word replaced by its dictionary entry (unknown words copied), same order."""
-        return detokenize([self.table.get(w, w) for w in tokenize(text)])
+        """Each word replaced by its dictionary entry (unknown words copied), same order;
+        cased: a word not seen as written is looked up lower-cased."""
+        if not self.cased:
+            return detokenize([self.table.get(w, w) for w in tokenize(text)])
+        words = tokenize(text, lower=False)
+        return detokenize([self.table.get(w, self.folded.get(w.lower(), w)) for w in words])
 
     def translate_all(self, texts: Sequence[str]) -> list[str]:
         return [self.translate(x) for x in texts]
@@ -152,7 +159,7 @@ class Dictionary:
 
 def translate_all(model: Seq2SeqModel, texts: Sequence[str], batch_size: int = 32) -> list[str]:
     """Greedy translations of ``texts``, batched (:func:`attnlab.decode.translate_batch`: the
-    outputs of ``model.translate``, a word model's ``<unk>`` copied from the source); each
+    outputs of ``model.translate``); each
     text read as :meth:`Seq2SeqModel.prepare` would, a text the model refuses gives "".
 
     A batch decodes until its longest output ends, and the Transformer reads its whole prefix

@@ -17,6 +17,7 @@ accuracy on ``n_test`` fresh examples; the word models' test BLEU and chrF
 
 from __future__ import annotations
 
+import base64
 import copy
 from collections.abc import Sequence
 from dataclasses import asdict, replace
@@ -93,6 +94,15 @@ def _test_scores(model: Seq2SeqModel, run: Recipe) -> dict:
     }
 
 
+def _subword_model(model: Seq2SeqModel) -> dict:
+    """A subword model's card field: its one SentencePiece model, base64 (else nothing)."""
+    if model.src_vocab.level != "subword":
+        return {}
+    if model.src_vocab != model.tgt_vocab:
+        raise ValueError("a subword model reads and writes one vocabulary")
+    return {"subword_model": base64.b64encode(model.src_vocab.model).decode("ascii")}
+
+
 def card(name: str, run: Recipe, model: Seq2SeqModel, history: dict, scores: dict) -> dict:
     """The checkpoint card of a trained run: what it is, how it was trained, ``scores``."""
     return {
@@ -103,6 +113,7 @@ def card(name: str, run: Recipe, model: Seq2SeqModel, history: dict, scores: dic
         "train": history["config"],
         "src_vocab": model.src_vocab.to_list(),
         "tgt_vocab": model.tgt_vocab.to_list(),
+        **_subword_model(model),
         "seed": run.train.seed,
         "steps": history["steps"],
         "reached_target_at_step": history["reached"],

@@ -14,7 +14,9 @@ that cannot load included: its FileNotFoundError or CheckpointError is that mess
 
 :class:`ModelWidget` is the one model chooser (DecodeStepper, HeadView): a Dropdown of the
 installed shipped models (:mod:`attnlab.models.catalogue`) and the models given loaded, and
-the text box, whose name and first text follow what the chosen model reads.
+the text box, whose name and first text follow what the chosen model reads, and, for a
+real-language model, the line that says whether the text shown was seen in training
+(:mod:`attnlab.text.seen`: in the training split, a near-twin of a string there, or new).
 """
 
 from __future__ import annotations
@@ -29,11 +31,14 @@ from attnlab.decode import check_text
 from attnlab.guard.sandbox import describe
 from attnlab.models import catalogue
 from attnlab.pictures.typography import TYPE
+from attnlab.text import seen
 from attnlab.text.vocab import UNK
 from attnlab.training import checkpoints
 
 __all__ = ["BaseWidget", "ModelWidget", "short", "readable", "unknown_words"]
 
+#: The vocabulary levels of the real-language models: what they read is a phrase of words.
+WORD_LEVELS = ("word", "subword")
 #: Longest message shown to a student; longer ones are cut with an ellipsis.
 MAX_MESSAGE = 160
 
@@ -139,7 +144,10 @@ class ModelWidget(BaseWidget):
     what the chosen model reads (a date, digits, a phrase); choosing a model of another task
     replaces the example text of the old one with the new one's.  A model that cannot load,
     or that the widget cannot show, gives a message and the chooser goes back to the model in
-    use.  Readouts: ``model``, ``unknown`` (the words read as <unk>), ``message``.
+    use.  Readouts: ``model``, ``unknown`` (the words read as <unk>), ``message``, ``seen``
+    (:class:`attnlab.text.seen.Seen` of the text shown: seen in training, a near-twin, new, or
+    unavailable when the shipped training strings cannot be read; None for a model of a
+    generated task) and ``seen_box`` (its line, hidden when ``seen`` is None).
 
     A subclass calls :meth:`_choose` (the controls), builds its own, then :meth:`_start`; it
     implements ``_accept(name, model)`` (ValueError when it cannot show ``model``) and
@@ -159,6 +167,8 @@ class ModelWidget(BaseWidget):
         self._models: dict[str, object] = {}
         self.model = None
         self.unknown: list[str] = []
+        self.seen: seen.Seen | None = None
+        self.seen_box = widgets.HTML(value="", layout={"display": "none"})
         name = self._register(model)
         self.model_chooser = widgets.Dropdown(
             options=self._options(name), value=name, description="model",
@@ -218,7 +228,7 @@ class ModelWidget(BaseWidget):
         task = catalogue.task_of(name, model)
         if task is not None:
             return catalogue.TASK_TEXTS[task]
-        if getattr(getattr(model, "src_vocab", None), "level", "char") == "word":
+        if getattr(getattr(model, "src_vocab", None), "level", "char") in WORD_LEVELS:
             return catalogue.TaskText("phrase", "", "a phrase")
         return catalogue.TASK_TEXTS["dates"]
 
@@ -240,8 +250,33 @@ class ModelWidget(BaseWidget):
         (:func:`attnlab.decode.check_text`): refused before the model or a student's score
         runs, and before its characters reach a picture or the message line."""
         vocab = getattr(self.model, "src_vocab", None)
-        check_text(self.text.value, getattr(vocab, "level", "char") == "word")
+        check_text(self.text.value, getattr(vocab, "level", "char") in WORD_LEVELS)
         self._show_text()
+        self._show_seen()
+
+    def _language(self) -> str | None:
+        """The language the model in use translates English into (its task's), else None."""
+        task = catalogue.task_of(self.model_chooser.value, self.model)
+        return None if task is None else catalogue.TASK_TEXTS[task].language
+
+    def _show_seen(self) -> None:
+        """Say whether the text shown is in the training split of the model's language (a
+        real-language model; any other: no line).  The shipped training strings are read once
+        per process; when they cannot be read, the line says so."""
+        lang = self._language()
+        if lang is None:
+            self.seen = None
+        else:
+            try:
+                index = seen.seen_index(lang)
+            except seen.SeenUnavailable as err:
+                index = err
+            self.seen = seen.verdict(index, self.text.value)
+        line = "" if self.seen is None else self.seen.line
+        colour = {"seen": "#8a4b00", "near-twin": "#8a4b00"}.get(getattr(self.seen, "kind", ""))
+        style = f' style="color:{colour}"' if colour else ""
+        self.seen_box.value = readable(f"<span{style}>{html.escape(line)}</span>") if line else ""
+        self.seen_box.layout.display = None if line else "none"
 
     def _show_nothing(self) -> None:
         """What the widget shows when its first model could not be shown (its message)."""

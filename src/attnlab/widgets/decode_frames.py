@@ -58,7 +58,8 @@ def tail(text: str, limit: int) -> str:
 class DecodeFrames:
     """Renders the picture of every decoding step as PNG bytes, sized for its labels.
 
-    ``frames(alpha, source_tokens, output_tokens, title, captions, lines)`` makes a figure
+    ``frames(alpha, source_tokens, output_tokens, title, captions, lines)`` (the tokens as
+    labelled: the widget makes subword pieces readable) makes a figure
     large enough for every key and query label at the lecture's tick size, draws the static
     parts once (ticks, colorbar, title) and blits, for each step, rows 1..t of ``alpha``
     (T, n) with row t boxed, its caption above the heatmap and its line below (or none).
@@ -66,14 +67,14 @@ class DecodeFrames:
 
     def _figure(self, source_tokens: list[str], output_tokens: list[str], texts: list[str]) -> None:
         tick = TYPE.tick
-        room_w, room_h = heatmap_room(source_tokens, output_tokens, tick)
+        room_w, room_h = heatmap_room(source_tokens, output_tokens, tick, pieces=False)
         ys = max(len(literal(s)) for s in [*output_tokens, "x"])
         left, right = 14 + 1.6 * TYPE.label + (0.62 * ys + 0.3) * tick, 80
         bar = 1 - 0.046 - 0.03  # the colorbar takes the rest of the axes' width (Heatmap)
         W = max(WIDTH_PX, left + max(room_w, 220) / bar * 1.02 + right)
         W = max(W, 24 + 0.52 * TYPE.caption * max(map(len, texts), default=0))  # captions fit
         # the labels stand level where they fit the axes (as Heatmap decides), else upright
-        level_w, _ = heatmap_room(source_tokens, output_tokens, tick, turn=False)
+        level_w, _ = heatmap_room(source_tokens, output_tokens, tick, turn=False, pieces=False)
         upright = level_w > (W - left - right) * bar
         longest = max(len(literal(s)) for s in [*source_tokens, "x"])
         label_px = (0.62 * longest + 0.3) * tick if upright else 1.4 * tick
@@ -105,7 +106,7 @@ class DecodeFrames:
     ) -> list[bytes]:
         self._figure(source_tokens, output_tokens, [title, *captions, *lines])
         heat = self.heatmap
-        heat.set_labels(source_tokens, output_tokens, reveal_rows=True)
+        heat.set_labels(source_tokens, output_tokens, reveal_rows=True, pieces=False)
         heat.ax.set_title(literal(title), fontsize=self.sizes.title,
                           pad=1.4 * self.sizes.caption + 12)  # fmt: skip
         with_labels = cache_background(self.fig)  # the static parts, then row labels < t

@@ -11,8 +11,14 @@ cross-attention (the Transformer) offers a choice of them.
 
 The model chooser offers the date models and the real-language ones (English->French,
 English->German) that are installed; the box takes a date or a phrase of the room's own.  A
-word the model never saw is read, and shown, as ``<unk>`` (and said in the widget); text the
-model cannot read (empty, too long) gives a one-line message inside the widget.
+real-language model knows every character (subword pieces, byte fallback); a word a
+vocabulary lacks would be shown as ``<unk>`` (and said in the widget); text the model cannot
+read (empty, too long) gives a one-line message inside the widget.  A subword
+model's pieces are shown readably (:func:`attnlab.pictures.heatmaps.tick_labels`: ``Daten``
+``##träger``, never ``▁`` or ``<0xC3>``) on the heatmap, in the captions and the c_t line.
+Beside the picture, for a real-language model, one line says whether the typed English was
+seen in training, is a near-twin of a training string, or is new
+(:class:`attnlab.widgets._base.ModelWidget`).
 
 Every step's picture is rendered once per decoded text into a
 :class:`attnlab.widgets._frames.FrameGrid` whose Stack follows the slider in the browser (one
@@ -42,6 +48,7 @@ from attnlab.guard.sandbox import Session
 from attnlab.models.threads import torch_threads
 from attnlab.pictures.canvas import png_bytes, slide_figure
 from attnlab.pictures.frame_cache import rendered_all
+from attnlab.pictures.heatmaps import tick_labels
 from attnlab.pictures.typography import literal
 
 from ._base import ModelWidget, readable, short, unknown_words
@@ -82,7 +89,8 @@ class DecodeStepper(ModelWidget):
       the Stack's child t is step t, child 0 an empty frame no step shows);
     * ``model``, ``decoding`` (the :class:`attnlab.decode.Decoding` shown), ``translation``,
       ``source_tokens`` (unknown words as ``<unk>``), ``unknown`` (the words read as <unk>),
-      ``alphas`` (T, n): the weights shown (chosen layer and head);
+      ``alphas`` (T, n): the weights shown (chosen layer and head), ``seen`` and
+      ``seen_box`` (seen in training: :class:`attnlab.widgets._base.ModelWidget`);
     * ``grid`` (the FrameGrid, one frame per step), ``frames`` (its Stack), ``frame`` (the
       step's Frame: ``data`` holds t, token, p, alpha, rows, context, caption);
       from it: ``t`` (1-based), ``heatmap_data`` (rows 1..t of ``alphas``), ``context_lines``
@@ -110,6 +118,7 @@ class DecodeStepper(ModelWidget):
         self.frames = self.grid.root
         self.frames.layout.flex = "0 0 auto"  # the picture at its own width, never squeezed
         self.info = widgets.HTML(layout={"width": "300px", "margin": "40px 0 0 12px"})
+        self.seen_box.layout.width, self.seen_box.layout.margin = "300px", "6px 0 0 12px"
         # In the browser the slider picks the frame: no kernel needed (exported HTML too).
         self.links = [
             widgets.jslink((self.play_button, "value"), (self.slider, "value")),
@@ -130,7 +139,10 @@ class DecodeStepper(ModelWidget):
             ),
             self.message_box,
             # the model's description beside the picture, not under it: the slide is wide
-            widgets.HBox([self.frames, self.info], layout={"align_items": "flex-start"}),
+            widgets.HBox(
+                [self.frames, widgets.VBox([self.info, self.seen_box])],
+                layout={"align_items": "flex-start"},
+            ),
         ]
         self.back_button.on_click(lambda _: self.move(-1))
         self.step_button.on_click(lambda _: self.move(+1))
@@ -202,7 +214,11 @@ class DecodeStepper(ModelWidget):
 
     @property
     def translation(self) -> str:
-        return "" if self.decoding is None else self.decoding.text
+        if self.decoding is None:
+            return ""
+        if self.decoding.level == "subword":  # the pieces joined as SentencePiece joins them
+            return self.model.tgt_vocab.join(self.decoding.output_tokens)
+        return self.decoding.text
 
     @property
     def source_tokens(self) -> list[str]:
@@ -231,21 +247,20 @@ class DecodeStepper(ModelWidget):
         self.alphas = alpha = self._selected_alpha()  # (T, n)
         T = len(d)
         rnn = d.context is not None  # RNNSearch: the query is s_{t-1}, c_t is a mix of h_i
-        words = d.level == "word"
+        words = d.level in ("word", "subword")
+        pieces = d.level == "subword"
+        source = tick_labels(d.source_tokens, pieces)  # the tokens as the picture labels them
+        output = tick_labels(d.output_tokens, pieces)
+        join = self.model.tgt_vocab.join if pieces else " ".join
         so_far = [
-            tail(
-                " ".join(d.output_tokens[: t + 1]) if words else d.text[: t + 1],
-                28 if words else 18,
-            )
+            tail(join(d.output_tokens[: t + 1]) if words else d.text[: t + 1], 28 if words else 18)
             for t in range(T)
         ]
         captions = [
-            step_caption(t + 1, d.output_tokens[t], float(d.probs[t]), so_far[t], rnn)
-            for t in range(T)
+            step_caption(t + 1, output[t], float(d.probs[t]), so_far[t], rnn) for t in range(T)
         ]
-        lines = [context_line(alpha[t], d.source_tokens, t + 1) if rnn else "" for t in range(T)]
-        drawn = [alpha, list(d.source_tokens), list(d.output_tokens), self._title(), captions,
-                 lines]  # fmt: skip
+        lines = [context_line(alpha[t], source, t + 1) if rnn else "" for t in range(T)]
+        drawn = [alpha, source, output, self._title(), captions, lines]
 
         def draw() -> list[bytes]:
             with warnings.catch_warnings():  # a glyph the font lacks: a box, never a warning

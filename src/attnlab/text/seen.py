@@ -1,0 +1,133 @@
+r"""Seen in training: was a typed English string in the training split, or a near-twin of one?
+
+A model that writes a good translation of a string it was trained on shows memory, not
+generalisation.  The widgets say which it is (:func:`verdict`): "seen" (the string, after
+normalisation, is in the training split), "near-twin" (one token edit from a training
+string, :mod:`attnlab.text.twins`), or "new".
+
+The training split's English strings ship with the package, one per line, in
+``results/seen-<lang>.txt.gz`` (:func:`seen_path`): the widgets need neither the catalogs nor
+the corpus builder at run time (a student's laptop has no catalogs).  :func:`seen_bytes` is
+what the corpus command (``python -m attnlab corpus``) writes there, the same bytes for the same
+strings (sorted, unique, gzip without a time stamp).  :func:`seen_index` reads a file once per
+process into a :class:`~attnlab.text.twins.TwinIndex`; a missing or damaged file is
+:class:`SeenUnavailable`, one line that says how to make it.
+
+    >>> index = TwinIndex(["Unable to delete the file", "Close all tabs"])
+    >>> verdict(index, "Close all tabs.").kind
+    'seen'
+    >>> verdict(index, "Unable to delete the folder").line
+    "Near-twin of a training string (one word apart): 'Unable to delete the file'"
+"""
+
+from __future__ import annotations
+
+import gzip
+import zlib
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from attnlab.text.twins import TwinIndex
+
+__all__ = [
+    "KINDS",
+    "SEEN_DIR",
+    "Seen",
+    "SeenUnavailable",
+    "seen_bytes",
+    "seen_index",
+    "seen_path",
+    "verdict",
+]
+
+#: Where the shipped files live: the package's results folder.
+SEEN_DIR = Path(__file__).resolve().parents[1] / "results"
+#: What :func:`verdict` can say of a text.
+KINDS = ("seen", "near-twin", "new", "unavailable")
+SHOWN_CHARS = 60  # a training string longer than this is shortened in the line
+_indexes: dict[tuple[str, int, int], TwinIndex] = {}  # (file, mtime, size) -> its index
+
+
+class SeenUnavailable(Exception):
+    """The training strings of a language cannot be read (the message is one line)."""
+
+
+@dataclass(frozen=True)
+class Seen:
+    """What the widgets say of a typed text: ``kind`` (one of :data:`KINDS`), the training
+    string it matched (``string``, None for "new" and "unavailable") and the ``line`` shown."""
+
+    kind: str
+    string: str | None
+    line: str
+
+
+def seen_path(lang: str, folder: Path | str | None = None) -> Path:
+    """The file of the training split's English strings for English -> ``lang``."""
+    if not isinstance(lang, str) or not lang.isalpha():
+        raise ValueError(f"a language is a code such as 'fr'; got {str(lang)[:20]!r}")
+    return Path(SEEN_DIR if folder is None else folder) / f"seen-{lang}.txt.gz"
+
+
+def seen_bytes(strings: Iterable[str]) -> bytes:
+    """The file's bytes: the strings sorted, each once, one a line, UTF-8, gzip (mtime 0).
+
+    A string that holds a line break is refused (ValueError): it would read back as two.
+    """
+    unique = sorted(set(strings))
+    broken = next((s for s in unique if "\n" in s or "\r" in s), None)
+    if broken is not None:
+        raise ValueError(f"a training string holds a line break: {broken[:40]!r}")
+    text = "".join(f"{s}\n" for s in unique if s)
+    return gzip.compress(text.encode("utf-8"), compresslevel=9, mtime=0)
+
+
+def _read(path: Path) -> list[str]:
+    try:
+        raw = gzip.decompress(path.read_bytes())
+        return raw.decode("utf-8").splitlines()
+    except FileNotFoundError:
+        raise SeenUnavailable(
+            f"{path.name} is missing (python -m attnlab corpus writes it)"
+        ) from None
+    except (OSError, EOFError, zlib.error, UnicodeDecodeError) as err:
+        why = str(err).splitlines()[0][:80] if str(err) else type(err).__name__
+        raise SeenUnavailable(f"{path.name} cannot be read ({why})") from None
+
+
+def seen_index(lang: str, folder: Path | str | None = None) -> TwinIndex:
+    """The training split's English strings of ``lang`` as a TwinIndex, read once per process
+    (again only if the file changed); :class:`SeenUnavailable` if the file is missing or damaged."""
+    path = seen_path(lang, folder)
+    try:
+        info = path.stat()
+    except OSError:
+        info = None
+    key = (str(path), info.st_mtime_ns if info else -1, info.st_size if info else -1)
+    if key not in _indexes:
+        index = TwinIndex(_read(path))  # SeenUnavailable
+        for old in [k for k in _indexes if k[0] == key[0]]:
+            del _indexes[old]  # a file replaced: its old index goes
+        _indexes[key] = index
+    return _indexes[key]
+
+
+def _shown(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= SHOWN_CHARS else text[: SHOWN_CHARS - 1] + "…"
+
+
+def verdict(index: TwinIndex | SeenUnavailable, text: str) -> Seen:
+    """What to say of ``text`` given the training strings (or why they cannot be read)."""
+    if isinstance(index, SeenUnavailable):
+        return Seen("unavailable", None, f"Seen in training: unavailable ({index})")
+    found = index.find(text)
+    if found is None:
+        return Seen("new", None, "New: not in the training split, nor one word from a string in it")
+    kind, string = found
+    if kind == "seen":
+        return Seen(kind, string, f"Seen in training: '{_shown(string)}'")
+    return Seen(
+        kind, string, f"Near-twin of a training string (one word apart): '{_shown(string)}'"
+    )

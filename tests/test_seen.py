@@ -1,0 +1,163 @@
+"""attnlab.text.seen: the training strings the widgets look a typed text up in.
+
+The shipped files hold exactly the training split's English (rebuilt from the corpus here),
+as the same bytes every time; a file is read once per process without the corpus builder or
+the catalogs; a missing or damaged file is one line that says how to make it; the corpus
+command writes the files, and replaces shipped ones only with --force.  What the widgets show
+from them is tested in tests/test_widgets_subwords.py.
+"""
+
+from __future__ import annotations
+
+import doctest
+import gzip
+import subprocess
+import sys
+
+import pytest
+from conftest import attnlab_command
+
+from attnlab.text import corpus, seen
+from attnlab.text.corpus import load_corpus
+from attnlab.text.twins import TwinIndex
+
+TRAIN = ["Unable to delete the file", "Close all tabs", "Close all tabs", "Default cell type"]
+
+
+def written(folder, lang: str, strings) -> None:
+    seen.seen_path(lang, folder).write_bytes(seen.seen_bytes(strings))
+
+
+# --------------------------------------------------------------------------- the file
+def test_the_bytes_are_sorted_unique_lines_and_the_same_every_time():
+    data = seen.seen_bytes(TRAIN)
+    assert data == seen.seen_bytes(list(reversed(TRAIN)))  # the order given does not matter
+    assert data[4:8] == b"\0\0\0\0"  # gzip's time stamp: none, so a rebuild is byte-identical
+    lines = gzip.decompress(data).decode().splitlines()
+    assert lines == sorted(set(TRAIN))
+
+
+def test_a_string_with_a_line_break_is_refused():
+    with pytest.raises(ValueError, match="line break"):
+        seen.seen_bytes(["Close all\ntabs"])
+
+
+def test_a_file_is_read_once_and_again_only_when_it_changes(tmp_path):
+    written(tmp_path, "fr", TRAIN)
+    index = seen.seen_index("fr", tmp_path)
+    assert sorted(index.strings) == sorted(set(TRAIN))
+    assert seen.seen_index("fr", tmp_path) is index  # once per process
+    written(tmp_path, "fr", ["Open a new window please"])  # the corpus command rewrote it
+    again = seen.seen_index("fr", tmp_path)
+    assert again is not index and again.strings == ["Open a new window please"]
+
+
+def test_a_missing_file_is_one_line_that_says_how_to_make_it(tmp_path):
+    with pytest.raises(seen.SeenUnavailable) as err:
+        seen.seen_index("fr", tmp_path)
+    message = str(err.value)
+    assert "\n" not in message and "seen-fr.txt.gz" in message and "missing" in message
+    assert "python -m attnlab corpus" in message
+    said = seen.verdict(err.value, "Close all tabs")
+    assert said.kind == "unavailable" and "unavailable" in said.line and said.string is None
+
+
+@pytest.mark.parametrize("damage", [b"not gzip at all", gzip.compress(b"\xff\xfe bad utf-8")])
+def test_a_damaged_file_is_one_line(tmp_path, damage):
+    seen.seen_path("de", tmp_path).write_bytes(damage)
+    with pytest.raises(seen.SeenUnavailable, match="seen-de.txt.gz cannot be read") as err:
+        seen.seen_index("de", tmp_path)
+    assert "\n" not in str(err.value)
+
+
+def test_a_language_code_is_checked():
+    with pytest.raises(ValueError, match="language"):
+        seen.seen_path("../fr")
+
+
+# --------------------------------------------------------------------------- the verdict
+def test_the_verdict_seen_near_twin_or_new():
+    index = TwinIndex(TRAIN)
+    said = seen.verdict(index, "close all tabs.")  # normalised: the same string
+    assert (said.kind, said.string) == ("seen", "Close all tabs")
+    assert said.line.startswith("Seen in training") and "'Close all tabs'" in said.line
+    said = seen.verdict(index, "Unable to delete the folder")  # one token substituted
+    assert (said.kind, said.string) == ("near-twin", "Unable to delete the file")
+    assert "Near-twin" in said.line and "'Unable to delete the file'" in said.line
+    said = seen.verdict(index, "Unable to open the folder")  # two tokens away: new
+    assert (said.kind, said.string) == ("new", None) and said.line.startswith("New")
+    assert seen.verdict(index, "Close all").kind == "new"  # short strings: the same or new
+
+
+def test_a_long_training_string_is_shortened_in_the_line():
+    long = "Unable to delete the file because another program is using it right now"
+    said = seen.verdict(TwinIndex([long]), long.replace("program", "process"))
+    assert said.kind == "near-twin" and said.string == long
+    quoted = said.line.split("'", 1)[1].removesuffix("'")
+    assert quoted.endswith("…") and long.startswith(quoted[:-1]) and len(quoted) <= 60
+
+
+# --------------------------------------------------------------------------- the command
+def built_with(train: list[str]) -> dict:
+    splits = {s: [(f"{s} only string", "x")] for s in corpus.SPLITS}
+    splits["train"] = [(en, "traduction") for en in train]
+    return {lang: corpus.Built(lang, splits, {}, 3) for lang in corpus.LANGS}
+
+
+def test_the_corpus_command_writes_the_training_english_and_replaces_it_only_with_force(
+    tmp_path, monkeypatch
+):
+    monkeypatch.setattr(seen, "SEEN_DIR", tmp_path)
+    first = built_with(TRAIN)
+    monkeypatch.setattr(corpus, "build", lambda lang, folder: first[lang])
+    run = attnlab_command("corpus")
+    assert run.returncode == 0, run.stderr
+    for lang in corpus.LANGS:
+        path = seen.seen_path(lang)
+        assert path.read_bytes() == seen.seen_bytes(TRAIN)  # the train split's English only
+        assert "only string" not in gzip.decompress(path.read_bytes()).decode()
+    assert "unchanged" in attnlab_command("corpus").stdout  # the same corpus: nothing to do
+    other = built_with(["Open a new window please"])
+    monkeypatch.setattr(corpus, "build", lambda lang, folder: other[lang])
+    run = attnlab_command("corpus")  # another corpus, no --force: the shipped files are kept
+    assert run.returncode == 0 and "--force" in run.stdout
+    assert seen.seen_path("fr").read_bytes() == seen.seen_bytes(TRAIN)
+    run = attnlab_command("corpus", "--force")
+    assert run.returncode == 0, run.stderr
+    assert seen.seen_path("de").read_bytes() == seen.seen_bytes(["Open a new window please"])
+    assert not [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_a_training_string_file_in_the_way_is_one_line_before_the_build(tmp_path, monkeypatch):
+    monkeypatch.setattr(seen, "SEEN_DIR", tmp_path)
+    monkeypatch.setattr(corpus, "build", lambda *a: pytest.fail("built before checking"))
+    seen.seen_path("fr").mkdir()  # a folder where the file goes
+    run = attnlab_command("corpus", "--force")
+    assert run.returncode == 2 and "Traceback" not in run.stderr
+    assert len(run.stderr.strip().splitlines()) == 1 and "is a folder" in run.stderr
+
+
+# --------------------------------------------------------------------------- the shipped files
+@pytest.mark.parametrize("lang", corpus.LANGS)
+def test_the_shipped_file_holds_the_training_split_of_the_corpus(lang):
+    """Stale after a change of the corpus until `python -m attnlab corpus --force` runs."""
+    shipped = seen.seen_path(lang).read_bytes()
+    assert shipped == seen.seen_bytes(en for en, _ in load_corpus(lang)["train"])
+
+
+def test_the_widgets_read_it_without_the_corpus_builder_or_the_catalogs():
+    code = (
+        "import sys\n"
+        "from attnlab.text import seen\n"
+        "index = seen.seen_index('fr')\n"
+        "assert index.find(index.strings[-1]) == ('seen', index.strings[-1])\n"
+        "print(sorted(m for m in sys.modules if m.startswith('attnlab.text.c')))\n"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == "[]"  # neither attnlab.text.corpus nor attnlab.text.catalogs
+
+
+def test_the_examples_in_the_docstring_run():
+    result = doctest.testmod(seen, raise_on_error=False)
+    assert result.attempted > 0 and result.failed == 0, result
