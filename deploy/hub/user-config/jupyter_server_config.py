@@ -1,6 +1,7 @@
 """Every user's Jupyter server on the course hub (on JUPYTER_CONFIG_PATH, set by the hub).
 
-Students get nbgrader's Assignments tab; the formgrader's server side is an instructor's.
+Students get nbgrader's Assignments tab; the formgrader's server side is an instructor's.  The
+Zero to JupyterHub image (deploy/z2jh/Dockerfile) installs this file too, for the slideshow.
 
 The slideshow (jupyterlab_rise's own page, /rise/...) loads every installed lab extension into
 a page built with an older JupyterLab than the lab's.  Two of them need parts of the full lab
@@ -38,7 +39,7 @@ def slideshow_extensions(folder: Path) -> Path:
 
 
 c = get_config()  # noqa: F821  (jupyter_server provides it)
-if os.environ.get("ATTNLAB_ROLE") != "instructor":
+if os.environ.get("ATTNLAB_ROLE") == "student":  # the hub sets it for every user
     c.ServerApp.jpserver_extensions = {"nbgrader.server_extensions.formgrader": False}
 c.RiseApp.labextensions_path = [
     str(slideshow_extensions(Path(jupyter_runtime_dir()) / "slideshow-labextensions"))
