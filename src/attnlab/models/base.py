@@ -86,7 +86,9 @@ class Seq2SeqModel(nn.Module):
             raise InvalidInput("The text has no words: type a short English phrase.")
         if n > self.max_src_len:
             what = "words" if self.src_vocab.level == "word" else "subword pieces"
-            raise InvalidInput(f"Too long: {n} {what}; this model reads at most {self.max_src_len}.")
+            raise InvalidInput(
+                f"Too long: {n} {what}; this model reads at most {self.max_src_len}."
+            )
         return text
 
     def _unknown_as_typed(self, raw: object, text: str) -> list[str]:
