@@ -36,6 +36,7 @@ from attnlab.models.rnn import RNNConfig, RNNSearch
 from attnlab.models.threads import torch_threads
 from attnlab.models.transformer import Transformer, TransformerConfig
 from attnlab.pictures import typography
+from attnlab.text.subwords import readable as readable_pieces
 from attnlab.text.vocab import UNK, Vocab
 from attnlab.training import checkpoints
 from attnlab.widgets import (
@@ -352,9 +353,12 @@ def test_stepper_offers_the_shipped_english_french_model_and_its_words():
     assert w.text.value == catalogue.TASK_TEXTS["en-fr"].default == "Default cell type"
     d = decode(w.model, w.text.value)
     assert w.source_tokens == d.source_tokens and w.translation == d.text
-    assert w.source_tokens[:-1] == w.text.value.lower().split()  # words, not characters
+    pieces = w.model.src_vocab.tokens(w.text.value)  # subword pieces, not characters
+    assert w.source_tokens[:-1] == pieces and w.model.src_vocab.join(pieces) == w.text.value
     heat = record(w.png())["heatmaps"][0]
-    assert heat["keys_labelled"] == d.source_tokens and heat["queries_labelled"] == d.output_tokens
+    assert heat["keys_labelled"] == readable_pieces(d.source_tokens)
+    assert heat["queries_labelled"] == readable_pieces(d.output_tokens)
+    assert not any("\u2581" in label for label in heat["keys_labelled"])
     check_readable(w.png())
     w.model_chooser.value = "rnnsearch-dates"  # and back: a date again
     assert w.message == "" and w.text.value == catalogue.TASK_TEXTS["dates"].default
