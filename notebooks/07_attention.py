@@ -589,9 +589,8 @@ lecture.three_attentions(transformer, "3 May 1979")
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Real language: Bahdanau's Fig. 3, ours
 #
-# `rnnsearch-en-fr`: our RNNSearch, trained on the English→French interface strings of
-# JupyterLab, Spyder, Django, Sphinx, Wagtail, Indico and more (BSD, MIT, Apache licences).
-# A string of the **test split** (held out: no English string of it is in training):
+# `rnnsearch-en-fr`, our RNNSearch, on interface strings of 60 open-source packages. A string
+# of the **test split** (neither it nor one a word away from it was in training):
 
 # %%
 language = load_results()  # measured once over the test split, with the models below
