@@ -157,11 +157,9 @@ _PIECE_LENS = {"max_src_len": 64, "max_tgt_len": 96}
 _RNN = {"emb": 96, "enc_hidden": 128, "dec_hidden": 128, "attn_hidden": 128, "dropout": 0.2}
 _TRANSFORMER = {"d_model": 128, "num_heads": 4, "num_layers": 2, "d_ff": 256, "dropout": 0.1}
 _TIED = {**_TRANSFORMER, "tie_embeddings": True}
-#: A step budget on both threads (`make train` trains one model at a time, and at this size,
-#: a softmax over thousands of words, a second thread makes a step 1.6x faster: measured,
-#: idle machine); the dev split's chrF measured every ``eval_every`` steps and the best
-#: weights kept; each input word dropped to <unk> with probability 0.1 (which also teaches
-#: the models what an unknown word is).
+#: What every real-language recipe shares: a step budget, Adam with a linear decay, weight
+#: decay and label smoothing; the dev split's chrF measured every ``eval_every`` steps and the
+#: best weights kept (the subword recipes below change the rest).
 _WORDS = TrainConfig(
     lr=3e-3,
     batch_size=64,
