@@ -26,7 +26,7 @@ setup: $(STAMP)
 slides: setup
 	$(BIN)/python scripts/serve_deck.py
 
-test: setup lint unit notebooks e2e hub-test
+test: setup lint unit notebooks e2e
 
 lint: setup
 	$(BIN)/ruff check .
