@@ -22,6 +22,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
+
 from attnlab.text.vocab import tokenize
 
 __all__ = ["MIN_TOKENS", "TwinIndex", "deletion_keys", "groups", "normalised", "within_one_edit"]
@@ -98,27 +100,44 @@ class TwinIndex:
 
     def __init__(self, strings: Sequence[str]):
         self.strings = list(strings)
-        self._exact: dict[tuple[str, ...], int] = {}
-        self._filed: dict[tuple[str, ...], list[int]] = {}
+        # Every key of every string, filed by its hash in two sorted arrays (about 16 bytes a
+        # key, where a dict of token tuples cost ~50 MB for a training split); a hash shared
+        # by chance is harmless: every candidate is checked on its tokens.
+        hashes, owners, exact = [], [], []
         for i, text in enumerate(self.strings):
             tokens = normalised(text)
-            self._exact.setdefault(tokens, i)
+            exact.append(hash(tokens))
             for key in deletion_keys(tokens):
-                self._filed.setdefault(key, []).append(i)
+                hashes.append(hash(key))
+                owners.append(i)
+        order = np.argsort(np.asarray(hashes, dtype=np.int64), kind="stable")
+        self._keys = np.asarray(hashes, dtype=np.int64)[order]  # (n_keys,) sorted
+        self._owners = np.asarray(owners, dtype=np.int64)[order]  # (n_keys,) string indices
+        exact_order = np.argsort(np.asarray(exact, dtype=np.int64), kind="stable")
+        self._exact_keys = np.asarray(exact, dtype=np.int64)[exact_order]  # (n,) sorted
+        self._exact_owners = exact_order  # (n,)
 
     def __len__(self) -> int:
         return len(self.strings)
+
+    @staticmethod
+    def _lookup(keys: np.ndarray, owners: np.ndarray, key: tuple[str, ...]) -> np.ndarray:
+        """The owners filed under ``key``'s hash (in the order they were filed)."""
+        h = np.int64(hash(key))
+        lo, hi = np.searchsorted(keys, h, "left"), np.searchsorted(keys, h, "right")
+        return owners[lo:hi]
 
     def find(self, text: str) -> tuple[str, str] | None:
         """("seen", the string) when ``text`` normalises to a string of the index,
         ("near-twin", the first such string) when it is one token edit from one, else None."""
         tokens = normalised(text)
-        if tokens in self._exact:
-            return "seen", self.strings[self._exact[tokens]]
+        for i in sorted(self._lookup(self._exact_keys, self._exact_owners, tokens).tolist()):
+            if normalised(self.strings[i]) == tokens:
+                return "seen", self.strings[i]
         near = sorted(
             i
             for key in deletion_keys(tokens)
-            for i in self._filed.get(key, ())
+            for i in set(self._lookup(self._keys, self._owners, key).tolist())
             if within_one_edit(tokens, normalised(self.strings[i]))
         )
         return ("near-twin", self.strings[near[0]]) if near else None
