@@ -26,7 +26,7 @@ setup: $(STAMP)
 slides: setup
 	$(BIN)/python scripts/serve_deck.py
 
-test: setup lint unit notebooks e2e
+test: setup lint unit notebooks e2e hub-test
 
 lint: setup
 	$(BIN)/ruff check .
@@ -47,7 +47,7 @@ e2e: setup
 	$(BIN)/python -m pytest -q -m "not hub" tests/e2e
 
 # The course server for real (deploy/hub): an instructor and 4 students in Chromium (about
-# 4 minutes on 2 cores; as root: it creates the students' accounts).
+# 3 minutes on 2 cores; as root: it creates the students' accounts). Part of `make test`.
 hub-test: setup
 	scripts/ensure_e2e_deps.sh
 	$(BIN)/python -m pytest -q -m hub tests/e2e/test_hub.py

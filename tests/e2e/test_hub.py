@@ -44,6 +44,15 @@ EXERCISES = f"{ASSIGNMENT}/07_attention_exercises.ipynb"
 CHECK_CELL = 6  # checks.check_dot_score(dot_score): cells 0-6 are the first exercise
 ACTIVE_CELL_JS = """i => document.querySelectorAll('.jp-Notebook .jp-Cell')[i]
     ?.classList.contains('jp-mod-active')"""
+# A cell is done when it is not code, or its prompt shows an execution count ("[3]:", not
+# "[*]:" or "[ ]:"): the next cell runs only then, so no cell can run before the one above it.
+CELL_DONE_JS = """i => {
+    const cell = document.querySelectorAll('.jp-Notebook .jp-Cell')[i];
+    if (!cell) return false;
+    if (!cell.classList.contains('jp-CodeCell')) return true;
+    const prompt = cell.querySelector('.jp-InputPrompt');
+    return !!prompt && /\\[\\d+\\]/.test(prompt.textContent);
+}"""
 
 
 def move_a_slider(page, who: str) -> list[str]:
@@ -53,6 +62,24 @@ def move_a_slider(page, who: str) -> list[str]:
         return [f"{who}: no slider in the first 120 steps of the slideshow"]
     slides.check_control_changes_picture(page, control)
     return [] if control.changed else [f"{who}: slider {control.label!r}: {control.problem}"]
+
+
+STATE_JS = """() => ({
+    status: document.querySelector('.jp-Notebook-ExecutionIndicator')?.dataset.status,
+    kernel: document.querySelector('.jp-KernelStatus')?.textContent,
+    dialog: document.querySelector('.jp-Dialog')?.textContent?.slice(0, 200),
+    prompts: [...document.querySelectorAll('.jp-Notebook .jp-Cell')].slice(0, 8).map(
+        c => (c.classList.contains('jp-mod-active') ? '>' : '')
+            + (c.querySelector('.jp-InputPrompt')?.textContent || c.className.split(' ')[1])),
+})"""
+
+
+def state(page) -> str:
+    """What the notebook page shows: the kernel's status, a dialog, the first prompts."""
+    try:
+        return json.dumps(page.evaluate(STATE_JS))
+    except Exception as err:  # the page itself is gone
+        return f"(no state: {type(err).__name__})"
 
 
 def run_first_exercise(page, hub: Hub, name: str) -> list[str]:
@@ -66,6 +93,10 @@ def run_first_exercise(page, hub: Hub, name: str) -> list[str]:
         # so that a busy machine cannot make a key press land before the notebook has focus.
         page.wait_for_function(ACTIVE_CELL_JS, arg=index, timeout=60_000)
         page.keyboard.press("Shift+Enter")
+        try:
+            page.wait_for_function(CELL_DONE_JS, arg=index, timeout=180_000)
+        except Exception as err:
+            return [f"{name}: cell {index} did not finish ({type(err).__name__}): {state(page)}"]
     page.wait_for_function(ACTIVE_CELL_JS, arg=CHECK_CELL + 1, timeout=60_000)
     cell = page.locator(".jp-Notebook .jp-Cell").nth(CHECK_CELL)
     cell.locator(".jp-OutputArea-output").first.wait_for(timeout=180_000)
