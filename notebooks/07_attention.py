@@ -32,9 +32,9 @@
 # ### Lecture 7: letting a network look back at what it read
 #
 # <small>Every picture in this deck is drawn by our code; every model was trained by our own
-# scripts on a laptop-class CPU with one thread: the date models in 10 s to 2 minutes, the
-# digit-reversal models in 1 to 19 minutes, the translation models in at most 10 minutes each
-# (the times are on each model's card). Every cell can be edited and run during the talk.</small>
+# scripts on a CPU, each recipe set to one thread: the date models in 10 s to 2 minutes, the
+# digit-reversal ones in 1 to 19 minutes, the translation ones in at most 10 minutes each
+# (the times are on the cards). Every cell can be edited and run during the talk.</small>
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # **By the end of this lecture you can**
@@ -47,6 +47,10 @@
 # squeezing the input into one vector, let the decoder *look back* at every input position and
 # decide where to look. Everything shown is live: press Shift+Enter on any code cell. The code
 # cells beside the equations show the library's own source: what you see is what runs.
+# Threads, per family, as the cards say: every recipe (the card's train.threads) sets one torch
+# thread, for the date, the digit-reversal and the translation models alike; the translation
+# cards also record it as train_threads, with a CPU time close to the wall-clock time (one busy
+# core). The date and reversal cards record the recipe's setting only.
 # Minutes: 1
 
 # %% slideshow={"slide_type": "skip"}
@@ -65,8 +69,8 @@ torch.set_num_threads(1)  # small, latency-bound work: one thread is fastest on 
 # ## Sequence to sequence ([Sutskever et al., 2014](https://papers.nips.cc/paper/5346-sequence-to-sequence-learning-with-neural-networks.pdf))
 #
 # * An **encoder** RNN reads the source $x_1, \dots, x_n$ into **one vector of fixed size**.
-# * A **decoder** RNN writes the target $y_1, \dots, y_m$ (say, a translation) from that vector
-#   alone; $n \neq m$ in general.
+# * A **decoder** RNN writes the target $y_1, \dots, y_m$ from that vector and its previous
+#   outputs; $n \neq m$ in general.
 #
 # <img src="../pics/seq2seq_lite.png" width="90%">
 
@@ -76,8 +80,12 @@ torch.set_num_threads(1)  # small, latency-bound work: one thread is fastest on 
 
 # %% [markdown] slideshow={"slide_type": "notes"}
 # Ask the room what could go wrong before revealing the fragment. The vector has the same size
-# for a 3-word and a 50-word sentence: something has to give. Next: we see it happen with our
-# own models.
+# for a 3-word and a 50-word sentence: something has to give. Next: we see it happen with our own
+# models. The decoder conditions on the vector and on its own previous outputs y_{<t}. Two
+# designs: Sutskever et al. give the vector to the decoder as its initial state only; Cho et al.
+# (2014) also feed it to every decoder step. Our RNNEncDec is Cho et al.'s design (the RNNencdec
+# of Bahdanau et al.): s_0 = tanh(W_s c), s_t = GRU(s_{t-1}, [y_{t-1}; c]), and c goes into the
+# output layer too, so the context vector c is read at every step.
 # Minutes: 2
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
@@ -97,17 +105,18 @@ rnnenc.translate("3 May 1979"), rnnenc.translate("Wednesday, 17 September 2064")
 lecture.reverse_demo(["rnnenc-reverse", "rnnsearch-reverse"], lengths=[6, 12, 25, 40])
 
 # %% [markdown] slideshow={"slide_type": "notes"}
-# rnnenc-dates: a GRU encoder whose final state is all the decoder sees. The fixed-vector model
-# copes with short strings and collapses on long ones: it has to
-# remember every digit in one state vector. The attention model reads them back when needed.
-# Is the comparison fair? We come back to it with the length curves (equal compute, measured).
+# rnnenc-dates: a GRU encoder whose final state c is all the decoder sees of the source (read at
+# every decoder step, with its previous outputs). The fixed-vector model copes with short strings
+# and collapses on long ones: it has to remember every digit in one state vector. The attention
+# model reads them back when needed. Is the comparison fair? We come back to it with the length
+# curves (compute, measured).
 # Minutes: 2
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Attention is a soft dictionary lookup
 #
-# A Python `dict` compares the query with each key and returns the value of the one key that
-# matches: all or nothing. **Attention** compares the query $q$ with *every* key $k_i$, turns the
+# A Python `dict` hashes the query and returns the value of the one key equal to it: an exact
+# match or nothing. **Attention** compares the query $q$ with *every* key $k_i$, turns the
 # scores into weights that sum to 1, and returns the weighted mix of the values $v_i$:
 #
 # $$\text{out} = \sum_i \alpha_i\, v_i, \qquad
@@ -125,14 +134,18 @@ soft, alpha = A.attention(query, keys, values)  # alpha = softmax(q . k_i), out 
 print(f"alpha = {alpha.squeeze().numpy().round(2)}: soft {soft.item():.1f}, hard {hard.item():.0f}")
 
 # %% [markdown] slideshow={"slide_type": "notes"}
-# Scores 2.0, 0.5 and 1.6; softmax gives about 0.53, 0.12 and 0.35, so the soft lookup returns
-# 18.3 where the dict returns 10. Keep the three words: the query asks, the keys are compared,
-# the values are handed over. Everything in this lecture is this lookup, with learned queries,
-# keys and values. Ask: what happens if every score is equal? (the plain average, 20).
+# Scores 2.0, 0.5 and 1.6; softmax gives about 0.53, 0.12 and 0.35: about half of the weight on
+# k_1, a third on k_3 (q is close to k_3 too: not "a little like" it) and an eighth on k_2. The
+# soft lookup returns 18.3. The cell's "hard" line is not a dict: it is hard attention, an argmax
+# over the similarities, and returns 10. A dict computes no similarity at all: it hashes the
+# query and finds only a key exactly equal to it. Keep the three words: the query asks, the keys
+# are compared, the values are handed over. Everything in this lecture is this lookup, with
+# learned queries, keys and values. Ask: what happens if every score is equal? (the plain
+# average, 20).
 # Minutes: 3
 
 # %% [markdown] slideshow={"slide_type": "slide"}
-# ## Attention in RNN seq2seq ([Bahdanau et al., 2014](https://arxiv.org/pdf/1409.0473.pdf))
+# ## Attention in RNN seq2seq ([Bahdanau et al., 2015](https://arxiv.org/pdf/1409.0473.pdf))
 #
 # Keep **every** encoder state $h_i$; output step $t$ looks them up with the query $s_{t-1}$:
 #
@@ -141,7 +154,7 @@ print(f"alpha = {alpha.squeeze().numpy().round(2)}: soft {soft.item():.1f}, hard
 # %% [markdown] slideshow={"slide_type": "notes"}
 # The fix is simple to state: don't throw away the encoder states. Query s_{t-1}, keys and
 # values h_i, result c_t: the soft lookup of the previous slide. Arrow thickness = attention
-# weight alpha_{t,i}; the weights sum to 1 over i.
+# weight alpha_{t,i}; the weights sum to 1 over i. (Bahdanau et al.: ICLR 2015, arXiv 2014.)
 # Minutes: 2
 
 # %% [markdown] slideshow={"slide_type": "slide"}
@@ -154,19 +167,26 @@ print(f"alpha = {alpha.squeeze().numpy().round(2)}: soft {soft.item():.1f}, hard
 # h_i &= [\overrightarrow{h_i};\overleftarrow{h_i}] && \text{encoder state (bidirectional)}\\[4pt]
 # s_t &= f(s_{t-1}, y_{t-1}, c_t) && \text{decoder state}\\[4pt]
 # c_t &= \sum_{i=1}^{n}\alpha_{t,i}\,h_i && \text{context vector}\\[4pt]
-# \alpha_{t,i} &= \frac{\exp(score(s_{t-1},h_i))}{\sum_{i'=1}^{n}\exp(score(s_{t-1},h_{i'}))} && \text{attention weights}\\[4pt]
-# score(s_{t-1},h_i) &= s_{t-1}^\top W_a h_i && \text{Luong’s “general” score}
+# \alpha_{t,i} &= \frac{\exp(\mathrm{score}(s_{t-1},h_i))}{\sum_{i'=1}^{n}\exp(\mathrm{score}(s_{t-1},h_{i'}))} && \text{attention weights}\\[4pt]
+# \mathrm{score}(s_{t-1},h_i) &= s_{t-1}^\top W_a h_i && \text{bilinear score}
 # \end{aligned}
 # $$
 #
-# The score is from [Luong et al., 2015](https://arxiv.org/pdf/1508.04025.pdf); Bahdanau et al.
-# used a small network instead (next slides compare them).
+# Output: $p(y_t \mid y_{<t}, x) = g(y_{t-1}, s_t, c_t)$. Score: [Luong et al.](https://arxiv.org/pdf/1508.04025.pdf)’s
+# bilinear form on Bahdanau’s query $s_{t-1}$.
 
 # %% [markdown] slideshow={"slide_type": "notes"}
 # Walk through top to bottom. alpha is a softmax over source positions, so the weights are
 # positive and sum to one: c_t is a weighted average of the h_i. The score says how well the
-# previous decoder state s_{t-1} (the query) matches h_i (the key); Luong's "general" score is a
-# bilinear form. y_0 is the start token <s> and s_0 comes from the encoder.
+# previous decoder state s_{t-1} (the query) matches h_i (the key). y_0 is the start token <s>
+# and s_0 comes from the encoder. y_t comes from p(y_t | y_<t, x) = g(y_{t-1}, s_t, c_t): in our
+# RNNSearch a softmax over W_o [s_t; c_t; y_{t-1}]. The classic question, which state queries and
+# where c_t goes: Bahdanau et al. query with s_{t-1}, before the RNN step, and feed c_t into that
+# step (s_t = f(s_{t-1}, y_{t-1}, c_t)) and into g. Luong et al. (EMNLP 2015) run the RNN step
+# first, score the current state h_t, and feed c_t through h~_t = tanh(W_c [c_t; h_t]), from
+# which y_t is predicted. This slide takes Luong's bilinear "general" form s^T W_a h on
+# Bahdanau's query s_{t-1}; Bahdanau et al. used a small network (additive), which is also the
+# shipped RNNSearch's default (next slides compare).
 # Minutes: 3
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
@@ -192,11 +212,17 @@ widgets.ScoreLab()
 
 # %% [markdown] slideshow={"slide_type": "notes"}
 # Dot s^T h, scaled dot s^T h / sqrt(d), general s^T W_a h and additive v^T tanh(W s + U h)
-# (Bahdanau's): one RNNSearch trained on dates with each, all through the same softmax. All
-# four are interchangeable: same inputs, a score per (query, key) pair, same softmax. Each panel
-# is a trained model's alpha on the same date, with its held-out exact match. The additive one
-# is a small neural network; dot products are cheaper and what the Transformer uses. (Backup:
-# an edit-me cell that swaps your own score into a trained model.)
+# (Bahdanau's): one RNNSearch trained on dates with each, all through the same softmax. They
+# plug into the same place (a score per (query, key) pair, then the softmax), but they are not
+# interchangeable: dot and scaled dot need d_s = d_h, so these four models have a decoder state
+# s_t of 128 = 2 x 64, the size of the bi-GRU's h_i (the cards' config); general (W_a) and
+# additive (W, U) map between sizes (the shipped rnnsearch-dates has s_t of 64). Each panel is a
+# trained model's alpha on the same date, with its held-out exact match. The lesson: very
+# different alpha maps (sharp for dot and general, diffuse for scaled dot) and the same
+# 99.9-100% exact match (the cards: 99.85% dot and scaled dot, 100% general and additive):
+# a model does not need one particular alignment. The additive one is a small neural network;
+# dot products are cheaper and what the Transformer uses. (Backup: an edit-me cell that swaps
+# your own score into a trained model.)
 # Minutes: 2
 
 # %% [markdown] slideshow={"slide_type": "slide"}
@@ -207,10 +233,13 @@ widgets.DecodeStepper()  # the shipped rnnsearch-dates; more models in the model
 
 # %% [markdown] slideshow={"slide_type": "notes"}
 # Row t of the heatmap is alpha_{t,1..n}: the weights the decoder gives the source characters
-# while writing output character t. Ask the audience for a date, type it, then step through.
-# Try "3 May 1979", "tuesday december 31 2099", "01/02/1903". Point out: the year digits attend
-# to the year, the month digits to the month name; the bi-GRU's attention often sits one
-# character off (its neighbours' states already carry the symbol).
+# while writing output character t. At step 1 on "3 May 1979", y_1 = '1' attends to the '9' after
+# the '1', not to the '1': no mistake. The bi-GRU's state there reads both directions, and its
+# forward half has already read the '1'; alpha weighs states, not characters. Ask the audience
+# for a date, type it, then step through. Try "3 May 1979", "tuesday december 31 2099",
+# "01/02/1903". Point out: the year digits attend to the year, the month digits to the month
+# name; the bi-GRU's attention often sits one character off (its neighbours' states already carry
+# the symbol).
 # Minutes: 3
 
 # %% [markdown] slideshow={"slide_type": "slide"}
@@ -223,17 +252,17 @@ widgets.DecodeStepper()  # the shipped rnnsearch-dates; more models in the model
 # et al. saw on English-French.
 
 # %% [markdown] slideshow={"slide_type": "notes"}
-# The picture is drawn from the results file of our length experiment, not copied from the
-# paper. What we see against the paper's Fig. 2: the same direction (the fixed vector fails on
-# long inputs, RNNsearch-50 holds), but sharper: our RNNEncDec is right on 75% of strings of 5-10
+# The picture is drawn from the results file of our length experiment, not copied from the paper.
+# What we see against the paper's Fig. 2: the same direction (the fixed vector fails on long
+# inputs, RNNsearch-50 holds), but sharper: our RNNEncDec is right on 74.5% of strings of 5-10
 # digits, 8% of 11-20 and none beyond 20, where the paper's RNNencdec degrades gradually in BLEU.
 # Our -30 attention model is near perfect up to 30 digits (0.99 at 21-30), right on half of the
-# strings of 31-40 (0.51) and on none beyond 40: attention does not carry the model past the
+# strings of 31-40 (0.505) and on none beyond 40: attention does not carry the model past the
 # lengths it has seen (the paper's RNNsearch-30 degrades more gently). Backup: where it breaks.
 # Minutes: 3
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# ### A fair comparison? Equal compute, measured
+# ### A fair comparison? Compute, measured
 #
 # Same data and the same 1000 steps for both. Compute counted by torch's FLOP counter on one
 # training batch (`lecture.flops_per_step`, cached by `python -m attnlab deck`):
@@ -242,14 +271,15 @@ widgets.DecodeStepper()  # the shipped rnnsearch-dates; more models in the model
 lecture.equal_compute()
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# The model **without** attention had 1.6 times the compute of RNNSearch: more than equal. Its
+# At **1.6x the compute** of RNNSearch, the design without attention still fails. Its
 # held-out accuracy was still creeping up (0.06 to 0.12 over the last 700 steps): under-trained
 # at this budget, but not short-changed.
 
 # %% [markdown] slideshow={"slide_type": "notes"}
-# The honest statement: at equal (here: greater) compute the design without attention is far
-# behind; we did not train it to convergence (its loss still fell slowly at 1000 steps), so
-# the gap at long lengths is "at this budget". Wall-clock times differ the other way round
+# Not equal compute: 7.0 against 4.3 TFLOP (1.6x) and 195,022 against 101,582 parameters. The
+# honest statement: at 1.6x the compute the design without attention still fails (far behind on
+# long strings); we did not train it to convergence (its loss still fell slowly at 1000 steps),
+# so the gap at long lengths is "at this budget". Wall-clock times differ the other way round
 # (RNNSearch's Python loop over output steps is slower per FLOP on a CPU: 1114 s against 153 s):
 # FLOPs are the fair measure of work, seconds the fair measure of our patience.
 # Minutes: 2
@@ -267,18 +297,20 @@ lecture.equal_compute()
 lecture.sequential_steps(lengths=[8, 32, 128, 512], d=32)
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# Fewer sequential steps, **not less work**: a self-attention layer does $O(n^2 d)$ work (Table 1),
-# which a GPU runs at once; on this deck's single CPU thread it is not faster.
+# Fewer sequential steps, **not less work**: a self-attention layer does $O(n^2 d)$ work (Table 1);
+# still, even on one CPU thread it was faster at every $n$ we timed (backup).
 
 # %% [markdown] slideshow={"slide_type": "notes"}
 # The whole idea in one sentence: attention replaces recurrence. Careful with "every position
 # to every other": true in the encoder, false in the decoder's masked self-attention, and
 # cross-attention links the decoder to the source only. "Parallel over positions", measured:
 # the RNN's chain grows with n (about 10 operations per step: the GRU cell's gates), attention's
-# is 19 whatever n is: nothing in attention waits for a previous position. Whether that is
-# faster depends on the hardware: on a GPU with thousands of cores, yes (what made the
-# Transformer fast to train); on one CPU thread the total work decides, and attention's n^2 d
-# grows faster than the RNN's n d^2 once n > d (a backup slide shows forward times).
+# is 19 whatever n is: nothing in attention waits for a previous position. On a GPU with
+# thousands of cores that is what made the Transformer fast to train. On one CPU thread too,
+# the backup's timing (n = 16 to 512, d = 256) has self-attention faster at every n measured:
+# the GRU's n small sequential steps each pay their overhead, while attention's few large
+# matrix products run efficiently even on one core, although past n = d attention does more
+# FLOPs (n^2 d against n d^2). Fewer sequential steps, not less work.
 # Minutes: 3
 
 # %% [markdown] slideshow={"slide_type": "slide"}
@@ -327,25 +359,32 @@ lecture.positional_encoding_picture(n=40, d=64, at=10)
 # %% [markdown] slideshow={"slide_type": "notes"}
 # Left and middle: the 32 sine and the 32 cosine dimensions, one row per pair index i. Low i
 # oscillates fast, high i slowly, like the hands of a clock; together each position gets a
-# unique pattern. Right: the dot product of every position's vector with position 10's is
-# largest at 10 and falls off with distance, so attention can tell near from far; PE_{pos+k} is
-# a rotation of PE_pos in each (sin, cos) pair, so relative offsets are easy to learn.
+# unique pattern. Right: the dot product of every position's vector with position 10's. It
+# peaks at offset 0 (32 = d/2: each (sin, cos) pair adds sin^2 + cos^2 = 1) and depends only on
+# the offset k: PE_pos . PE_{pos+k} = sum_i cos(k w_i). It does not simply fall off with
+# distance: it has bumps (in this picture near offsets 18 and 25, smaller ones at 6 and 12), so
+# it tells near from far only roughly. PE_{pos+k} is a rotation of PE_pos in each (sin, cos)
+# pair, so relative offsets are easy to learn.
 # Minutes: 2
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ### Path length
 #
-# The fewest layers a signal crosses from one position to another (here for $n$ positions,
-# kernel $k$): RNN $n-1$, order $O(n)$; convolutions $\lceil (n-1)/(k-1) \rceil$, $O(n/k)$;
-# dilated convolutions $\lceil \log_k n \rceil$, $O(\log_k n)$; self-attention 1, $O(1)$.
+# The fewest steps (layers or time steps) from input 1 to output $n$ (kernel $k$): RNN $n$,
+# order $O(n)$; convolutions $\lceil (n-1)/(k-1) \rceil$, $O(n/k)$; dilated convolutions
+# $\lceil \log_k n \rceil$, $O(\log_k n)$; self-attention 1, $O(1)$.
 #
 # <img src="../pics/wavenet.png" width="95%">
 
 # %% [markdown] slideshow={"slide_type": "notes"}
 # Short paths make long-range dependencies easier to learn: gradients and information pass
-# through fewer nonlinear steps. The exact count and its order (Table 1's, constants dropped)
-# are two different things: the widget in the backup shows both. The picture: a WaveNet-style
-# stack of dilated causal convolutions against ordinary ones.
+# through fewer nonlinear steps. A step is a layer or a time step; the count is the edges on the
+# shortest path from input 1 to output n, as the library (attnlab.experiments.path_lengths),
+# the explorer widget and the exercises count it: n for the RNN (x_1 -> h_1, then n - 1
+# recurrent steps). O(log_k n) is for dilated convolutions (dilation k^l in layer l);
+# contiguous ones need ceil((n-1)/(k-1)) layers, O(n/k). The exact count and its order (Table
+# 1's, constants dropped) are two different things: the widget in the backup shows both. The
+# picture: a WaveNet-style stack of dilated causal convolutions against ordinary ones.
 # Minutes: 2
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
@@ -361,10 +400,11 @@ lecture.positional_encoding_picture(n=40, d=64, at=10)
 # $n$: sequence length, $d$: representation size, $k$: kernel size, $r$: neighbourhood size.
 
 # %% [markdown] slideshow={"slide_type": "notes"}
-# We measured the middle column (sequential operations) two slides ago. Self-attention is
-# cheaper than recurrence whenever n < d, which is usual for sentences (n ~ 50, d ~ 512); for
-# very long inputs one restricts attention to a window of r positions. (The convolutional
-# row's O(log_k n) is for dilated convolutions.)
+# We measured the middle column (sequential operations) on the Transformer slide. A
+# self-attention layer does less work than a recurrent one whenever n < d, which is usual for
+# sentences (n ~ 50, d ~ 512); for very long inputs one restricts attention to a window of r
+# positions. (The convolutional row's O(log_k n) is for dilated convolutions; contiguous ones
+# give O(n/k).)
 # Minutes: 2
 
 # %% [markdown] slideshow={"slide_type": "slide"}
@@ -377,9 +417,16 @@ lecture.positional_encoding_picture(n=40, d=64, at=10)
 # position may attend only to earlier positions), and cross-attention from the decoder to the
 # encoder's output. Our model normalises *before* each sub-layer (pre-LN: x + Sublayer(LN(x)),
 # with a final LayerNorm after each stack); the paper normalises after the residual sum
-# (post-LN). Pre-LN trained faster at our size (measured on dates: 18 s
-# to 99% on dates, against 22-35 s post-LN). The decoder reads its outputs shifted right: next
-# slide.
+# (post-LN). Why pre-LN: Xiong et al. ("On Layer Normalization in the Transformer
+# Architecture", ICML 2020) show that its gradients are well behaved at initialisation, so it
+# trains stably with little or no learning-rate warm-up (ours still warm up: 100 steps on
+# dates, 200 on the translation models). Embeddings: the two translation Transformers tie
+# theirs (one matrix E for both embeddings and the output layer) and multiply them by
+# sqrt(d_model), as the paper does (3.4): E starts with entries of size 1/sqrt(d_model), so that
+# the logits y E^T are of unit scale, and the factor brings the token vectors back to the scale
+# of the positional encoding. transformer-dates does not tie and does not scale: its embeddings
+# start at unit scale (torch's default), and multiplying them by sqrt(64) = 8 would drown the
+# positional encoding. The decoder reads its outputs shifted right: next slide.
 # Minutes: 2
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
@@ -439,12 +486,18 @@ lecture.causal_demo(mask)
 #
 # <img src="../pics/transformer_attention.png" width="80%">
 #
-# Query: the token asking. Keys: the tokens it may look at. Values: what each of them hands over.
+# Query: what a token asks. Key: a projection for matching only. Value: another, for content.
 
 # %% [markdown] slideshow={"slide_type": "notes"}
 # The soft dictionary lookup again, for all queries at once as one matrix product, with
 # dot-product scores divided by sqrt(d_k). In self-attention Q = xW^Q, K = xW^K, V = xW^V are
 # three linear maps of the same token vectors x (backup: recomputed from the trained model).
+# A key is not the token: it is a learned projection used only for matching (its dot products
+# with the queries set the weights); a value is a different projection used only for content
+# (what is mixed into the output). They are separate because what makes a token easy to find
+# need not be what it should hand over. The picture's mask box says "future: -inf"; read it as
+# "forbidden": future positions in the decoder's self-attention, padding positions in every
+# attention. The library gives them the lowest float, not -inf (the masked-softmax slide).
 # Multi-head: h such attentions in parallel on smaller projections, concatenated, times W^O.
 # Minutes: 2
 
@@ -469,7 +522,9 @@ alpha.round(decimals=2), out.round(decimals=2)
 # so the weights are 0.40, 0.20, 0.40 and the output 0.40 (1,0) + 0.20 (0,1) + 0.40 (1,1) =
 # (0.80, 0.60). Each token ends up a mix of the tokens like it; x_3, like both, mixes all
 # three. The library's function gives the same numbers (the cell). A trained layer only adds
-# the three projections W^Q, W^K, W^V in front.
+# the three projections W^Q, W^K, W^V in front. Why W^Q differs from W^K: with Q = K, as here,
+# a token's score with itself is |x|^2, at least x . y for every y no longer than x, so each
+# token tends to attend to itself (x_3 puts 0.50 on itself); two maps let it look for others.
 # Minutes: 3
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
@@ -500,8 +555,9 @@ widgets.ScaledDotExplorer()
 # %% [markdown] slideshow={"slide_type": "notes"}
 # For random q, k with unit-variance entries, q^T k has variance d_k: unscaled, the scores grow
 # with d_k and the softmax saturates (one weight near 1, tiny gradients). Press the preset
-# (unscaled, d_k = 512): the largest weight per row goes to 1 and the entropy to 0. Tick the
-# scaling again: the rows stay soft. The causal-mask toggle zeroes the upper triangle.
+# (unscaled, d_k = 512): the readout gives std(QK^T) 22.2 against 1.0 scaled, and a largest
+# weight per row of 0.93 on average (above 0.99 in 5 of the 8 rows). Tick the scaling again:
+# the rows stay soft. The causal-mask toggle zeroes the upper triangle.
 # Minutes: 2
 
 # %% [markdown] slideshow={"slide_type": "slide"}
@@ -546,8 +602,9 @@ lecture.heads_measured()  # lecture.head_study(transformer, n=200), cached: 4 s
 # With all 4 heads it is right on every fresh date; any one head alone gets almost nothing
 # right (0-1%), and without any one of them it gets only 32-61% right. So the heads are not
 # copies: the work is split among them, and no head can be spared. (Setting a head to zero is a
-# crude probe: the model never saw that; but no single head suffices.) The real-language slides
-# measure what heads do on words.
+# crude probe: the model never saw that; but no single head suffices.) In large trained
+# Transformers many heads can be pruned with little loss (Michel et al. 2019; Voita et al.
+# 2019); in this small model none can. The real-language slides measure what heads do on words.
 # Minutes: 3
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
@@ -600,32 +657,36 @@ lecture.held_out_example(rnnsearch_fr, language["word_order"])
 # %% [markdown] slideshow={"slide_type": "notes"}
 # Read it like Bahdanau's Fig. 3: each row is one French output piece, its weights over the
 # English pieces (a word may be several pieces; "##" marks a piece that continues a word). The
-# string is from the test split (neither it nor a string one word away from it was in
-# training) and the output is the reference, word for word. French reorders the words: where
-# a later French word looks further left in the English than the word before it, the rows
-# cross: the word-order swap of "European Economic Area" -> "zone économique européenne"
-# (the adjective moves behind the noun). The example was found by a rule over the test split
-# (the most decided alpha among the strings the model translates right with crossing alpha),
-# not picked by hand: the cell's text names it. The bi-GRU's weight is often spread over
-# neighbours: its states already carry their neighbours' words.
+# string is from the test split (neither it nor a string one word away from it was in training)
+# and the output is the reference, word for word. French reorders the words: where a later French
+# word looks further left in the English than the word before it, the rows cross: the word-order
+# swap of "selected files" -> "fichiers sélectionnés" (the adjective moves behind the noun). The
+# example was found by a rule over the test split (the most decided alpha among the strings the
+# model translates right with crossing alpha, every English word some row's strongest weight; 2
+# strings passed), not picked by hand: the cell's text names it. The bi-GRU's weight is often
+# spread over neighbours: its states already carry their neighbours' words.
 # Minutes: 3
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# ### German moves the verb to the end
+# ### German commands: infinitive last
 #
-# `transformer-en-de`, one head of its cross-attention, on a held-out string:
+# `transformer-en-de`, the clearest of 4 heads (last layer), held out:
 
 # %%
 transformer_de, verb = attnlab.load("transformer-en-de"), language["verb_final"]
 lecture.held_out_example(transformer_de, verb, layer=verb["layer"], head=verb["head"])
 
 # %% [markdown] slideshow={"slide_type": "notes"}
-# English puts the verb first, German at the end (the infinitive of a command: "Alle Tabs
-# schließen"). One head of the last layer, found by a rule over the test split (the shortest
-# right verb-final string where some head looks from the verb back at the first English word,
-# read per word: a word's weight is the sum over its pieces): writing the German verb, it
-# attends to the English verb at the other end. Other heads do other things: the
-# DecodeStepper and the HeadView show each head.
+# English commands put the verb first ("Clear all filters"); German interface strings put the
+# infinitive last ("Alle Filter löschen", "Datei speichern"). That is the style of commands,
+# not a rule that German moves the verb to the end: a German main clause is verb-second, and
+# the imperative is verb-first ("Lösche alle Filter"). Found by a rule over the test split:
+# among the 19 strings of 3 or more English words that the model translates right ending in an
+# infinitive, where a head of the last layer looks from the German verb back at the first
+# English word (read per word: a word's weight is the sum over its pieces), the one with the
+# largest such weight; the head shown is the clearest of that layer's 4. Writing "löschen" it
+# puts 1.00 on "Clear"; the other three heads put 0.98, 0.99 and 0.85 there. Other heads and
+# layers do other things: the DecodeStepper and the HeadView show each head.
 # Minutes: 2
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
@@ -652,27 +713,39 @@ lecture.head_roles_table(language["head_roles"]["transformer-en-de"], layer=0)
 # In our small model every head does something more often than chance, but none does one job
 # most of the time: the heads are only weakly specialised, and reading a job off one picture
 # (last slide) would have overstated it. That is the honest, measured answer to "what do the
-# heads do" at this size; cleanly "syntactic" heads are reported for far larger models.
+# heads do" at this size; cleanly "syntactic" heads are reported for far larger models (Clark
+# et al. 2019 on BERT; Voita et al. 2019 on translation encoders). One role does stand out in
+# the EN->FR Transformer (results/language.json): head 2 of its first encoder layer puts its
+# strongest weight on <eos> 26% of the time (chance 11%), the no-op behaviour Clark et al.
+# found in BERT, whose heads park their weight on [SEP] when they have nothing to do.
 # Minutes: 2
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Attention is not always an explanation
 #
 # Hide one source piece at a time (replace it by `<unk>`) and measure how much the probability
-# of the output piece drops: that is what the output *depends on*. Beside it, $\alpha$:
+# of the output piece drops: one measure of what it *depends on*. Beside it, $\alpha$:
 
 # %%
 occlusion = language["alpha_vs_occlusion"]
 lecture.alpha_and_occlusion(occlusion["example"], occlusion["agreement"])
 
 # %% [markdown] slideshow={"slide_type": "notes"}
-# Jain and Wallace (2019): attention weights need not say what the output depends on. At the
-# marked row the model writes an output word while alpha points at one English word; hiding
-# that word (replacing it by <unk>, the output kept fixed) barely changes the probability of
-# the output word, hiding another one changes it most (the cell's text gives the numbers). Over
-# the test split, alpha's favourite word is the most costly word to hide at only some of the
-# steps (the percentage in the cell's text). Attention is a mechanism the model uses, not an
-# explanation of its output.
+# Jain and Wallace (2019) showed, on text classification, question answering and inference, that
+# attention weights need not say what the output depends on; they left seq2seq models out.
+# Wiegreffe and Pinter (2019) answer that this depends on what one asks of an explanation and how
+# it is tested. For translation, Koehn and Knowles (2017) and Ghader and Monz (2017) found
+# attention often differs from word alignment. The example is the clearest disagreement in the
+# test split (a rule: an output word of the reference where alpha's favourite piece costs under
+# 0.1 nats to hide and another over 1 nat; right outputs first, then alpha's largest lead), not a
+# typical step: writing 'est', alpha puts 0.45 on 'an' and 0.06 on 'is'; hiding 'is' (by <unk>,
+# the output kept fixed) costs 1.1 nats, hiding 'an' costs nothing (-0.10 nats). Over the test
+# split alpha and occlusion agree at 34% of the 10,581 steps. The mechanism: alpha weighs bi-GRU
+# states, not words, and each state has read its neighbours in both directions, so the state at
+# 'an' can carry 'is'. Occlusion is only one measure of dependence: an <unk> in a sentence is an
+# input the model never saw (out of distribution), and it is blind to redundancy (if two pieces
+# carry the same information, hiding either costs little). Attention is a mechanism the model
+# uses, not by itself an explanation of its output.
 # Minutes: 3
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
@@ -690,22 +763,26 @@ widgets.DecodeStepper("transformer-en-fr", text="Default cell type")
 # Minutes: 3
 
 # %% [markdown] slideshow={"slide_type": "slide"}
-# ### Vaswani's Table 2, in miniature
+# ### Ours vs Table 2: not comparable
 
 # %%
 lecture.language_table(language)
 
 # %% [markdown] slideshow={"slide_type": "notes"}
-# Not comparable scores: Vaswani et al. test on newstest2014 news sentences; we test on the
-# held-out interface strings (at most 15 English words, cased, one reference), far shorter
-# and easier. The compute is the point: minutes on a 2-core CPU against 12 hours (base) to 3.5
-# days (big) on 8 GPUs. Read our rows against the baselines: copying the English, and a
-# word-by-word dictionary learned from the training split. BLEU rewards word order, chrF
-# hardly sees it (and ignores spaces), so the dictionary is a strong chrF baseline: short menu
-# strings are often translated word for word, and it keeps every name. The README gives both
-# test splits (in domain, and two applications the models never saw) with confidence
-# intervals. The scores are sacrebleu's, with their signatures in results/language.json;
-# every number in the table is read from that file.
+# Not comparable: the table shares columns for layout only. Different data (about 23,000
+# interface-string pairs per language against WMT 2014's news), different test sets: Vaswani et
+# al. test on newstest2014 news sentences; we test on the held-out interface strings (at most 15
+# English words, cased, one reference), far shorter and easier. A BLEU score means nothing
+# outside its test set. The compute is the point: minutes on a 2-core CPU against 12 hours (base)
+# to 3.5 days (big) on 8 GPUs. Read our rows against the baselines: copying the English, and a
+# word-by-word dictionary learned from the training split. BLEU rewards word order, chrF hardly
+# sees it (and ignores spaces), so the dictionary is a strong chrF baseline: short menu strings
+# are often translated word for word, and it keeps every name. The README gives both test splits
+# (in domain, and two applications the models never saw) with confidence intervals. The scores
+# are sacrebleu's, with their signatures in results/language.json; every number in the table is
+# read from that file. (Rare words: the "PosUnk" rows of the paper's table use Luong, Sutskever,
+# Le, Vinyals and Zaremba, ACL 2015; see also Jean et al. 2015; ours, like the Transformer, write
+# subword pieces.)
 # Minutes: 3
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
@@ -720,28 +797,54 @@ lecture.model_table()
 # fixed-vector RNNEncDec has a fixed budget of 200 steps (twice that) and stops there; the
 # Transformer needs more parameters and more steps (800) at this size. The time is the
 # wall-clock time of the whole training run, held-out measurements included, on one CPU thread
-# of a shared machine: the same recipe takes 10-35 s depending on the machine's load, so compare
-# the steps.
+# of a shared machine: RNNSearch's four date models that stopped at 100 steps took 10 to 35 s
+# (their cards), the smallest the slowest: the machine's load decides, so compare the steps.
 # Minutes: 1
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## References
 #
-# * I. Sutskever, O. Vinyals, Q. V. Le. [Sequence to sequence learning with neural networks](https://papers.nips.cc/paper/5346-sequence-to-sequence-learning-with-neural-networks.pdf). NIPS 2014.
-# * D. Bahdanau, K. Cho, Y. Bengio. [Neural machine translation by jointly learning to align and translate](https://arxiv.org/pdf/1409.0473.pdf). 2014.
-# * A. Vaswani et al. [Attention is all you need](https://arxiv.org/abs/1706.03762). arXiv:1706.03762 (the NIPS 2017 version reports 41.0 on EN-FR).
-# * M.-T. Luong, H. Pham, C. D. Manning. [Effective approaches to attention-based neural machine translation](https://arxiv.org/pdf/1508.04025.pdf). EMNLP 2015.
-# * S. Jain, B. C. Wallace. [Attention is not explanation](https://arxiv.org/abs/1902.10186). NAACL 2019.
+# * Sutskever et al. [Sequence to sequence learning with neural networks](https://papers.nips.cc/paper/5346-sequence-to-sequence-learning-with-neural-networks.pdf). NIPS 2014.
+# * Cho et al. [Learning phrase representations using RNN encoder-decoder for statistical machine translation](https://arxiv.org/abs/1406.1078). EMNLP 2014.
+# * Bahdanau, Cho, Bengio. [Neural machine translation by jointly learning to align and translate](https://arxiv.org/pdf/1409.0473.pdf). ICLR 2015 (arXiv 2014).
+# * Luong, Pham, Manning. [Effective approaches to attention-based neural machine translation](https://arxiv.org/pdf/1508.04025.pdf). EMNLP 2015.
+# * Luong, Sutskever, Le, Vinyals, Zaremba. [Addressing the rare word problem in neural machine translation](https://arxiv.org/abs/1410.8206). ACL 2015.
+# * Jean et al. [On using very large target vocabulary for neural machine translation](https://arxiv.org/abs/1412.2007). ACL 2015.
+# * Sennrich, Haddow, Birch. [Neural machine translation of rare words with subword units](https://arxiv.org/abs/1508.07909). ACL 2016.
+# * Kudo, Richardson. [SentencePiece](https://arxiv.org/abs/1808.06226), a subword tokenizer and detokenizer. EMNLP 2018.
+# * Vaswani et al. [Attention is all you need](https://arxiv.org/abs/1706.03762). arXiv 2017 (NIPS 2017: 41.0 on EN-FR).
+
+# %% [markdown] slideshow={"slide_type": "notes"}
+# The papers behind the slides, in the order the lecture uses them: the two seq2seq designs
+# (Sutskever et al.; Cho et al., whose decoder reads c at every step, as our RNNEncDec),
+# attention (Bahdanau et al.; Luong et al.'s scores), rare words and subwords (Luong et al. ACL
+# 2015, Jean et al., Sennrich et al., SentencePiece) and the Transformer. The next slide: pre-LN
+# (Xiong et al.), heads, explanation, and where to read next.
+# Minutes: 1
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### References (continued)
+#
+# * Xiong et al. [On layer normalization in the Transformer architecture](https://arxiv.org/abs/2002.04745). ICML 2020.
+# * Clark, Khandelwal, Levy, Manning. [What does BERT look at? An analysis of BERT's attention](https://arxiv.org/abs/1906.04341). BlackboxNLP 2019.
+# * Michel, Levy, Neubig. [Are sixteen heads really better than one?](https://arxiv.org/abs/1905.10650) NeurIPS 2019.
+# * Voita et al. [Analyzing multi-head self-attention: specialized heads do the heavy lifting, the rest can be pruned](https://arxiv.org/abs/1905.09418). ACL 2019.
+# * Jain, Wallace. [Attention is not explanation](https://arxiv.org/abs/1902.10186). NAACL 2019.
+# * Wiegreffe, Pinter. [Attention is not not explanation](https://arxiv.org/abs/1908.04626). EMNLP 2019.
+# * Koehn, Knowles. [Six challenges for neural machine translation](https://arxiv.org/abs/1706.03872). WNMT 2017.
+# * Ghader, Monz. [What does attention in neural machine translation pay attention to?](https://arxiv.org/abs/1710.03348) IJCNLP 2017.
+# * Rao, McMahan. *Natural Language Processing with PyTorch*, chapter 8. O'Reilly 2019.
 # * [Attention? Attention!](https://lilianweng.github.io/lil-log/2018/06/24/attention-attention.html), Lilian Weng; [The Annotated Transformer](http://nlp.seas.harvard.edu/2018/04/03/attention.html).
 #
 # Exercises: `notebooks/07_attention_exercises.ipynb`. Backup slides follow.
 
 # %% [markdown] slideshow={"slide_type": "notes"}
-# The first four are the papers behind the slides; Jain and Wallace for "attention is not
-# explanation"; the rest are where to read next. The exercises notebook has students write each
-# score, the masked softmax, one decoding step, scaled dot-product attention and an encoder
-# block, and run their function inside the trained models.
-# Minutes: 1
+# Heads (Clark et al., Michel et al., Voita et al.); "attention is not explanation" (Jain and
+# Wallace, Wiegreffe and Pinter, and for translation Koehn and Knowles, Ghader and Monz); Rao and
+# McMahan's chapter 8 is the textbook reference of the lecture this deck started from; Weng's
+# post and the Annotated Transformer are where to read next. The exercises notebook has students
+# write each score, the masked softmax, one decoding step, scaled dot-product attention and an
+# encoder block, and run their function inside the trained models.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Backup slides
@@ -839,10 +942,12 @@ timings = lecture.time_rnn_vs_attention(lengths=[16, 64, 256, 512], d=256, repea
 lecture.plot_timings(timings)
 
 # %% [markdown] slideshow={"slide_type": "notes"}
-# One thread: nothing runs in parallel, so the time follows the total work. The GRU's grows
-# like n d^2, attention's like n^2 d: once n is past d (256 here) attention is slower. This is
-# why "parallel" is about sequential steps and parallel hardware, not about a CPU thread.
-# (Wall-clock times: they differ from run to run.)
+# One thread, and still self-attention is faster at every n measured (16 to 512, d = 256), past
+# n = d too, where it does more FLOPs than the GRU (n^2 d against n d^2). Total work does not
+# decide alone: the GRU takes n small steps one after another, each with its own overhead,
+# while attention's few large matrix products run efficiently even on one core. On parallel
+# hardware the gap in sequential steps counts more still. (Wall-clock times: they differ from
+# run to run.)
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Backup: path lengths, explored
@@ -851,9 +956,11 @@ lecture.plot_timings(timings)
 widgets.PathLengthExplorer()
 
 # %% [markdown] slideshow={"slide_type": "notes"}
-# Move n and k: the exact count (the formula with its value) and, apart, Table 1's order. The
-# RNN's path grows with n, the contiguous convolution's with n/k, the dilated one's with
-# log_k n, and self-attention's stays 1.
+# Move n and k: the exact count (the formula with its value) and, apart, Table 1's order. A
+# step is a layer or a time step; the count is the edges from input 1 to output n. The RNN's
+# path is n (x_1 -> h_1, then n - 1 recurrent steps), the contiguous convolution's grows with
+# n/k, the dilated one's with log_k n (Table 1's O(log_k n) is this one), and self-attention's
+# stays 1.
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Backup: $Q$, $K$ and $V$ of the trained model
@@ -908,7 +1015,10 @@ widgets.HeadView(transformer, text="3 May 1979")
 # the NIPS 2017 proceedings version 41.0. Both are above every earlier single model (best:
 # MoE, 40.56); 41.0 is below the GNMT+RL and ConvS2S ensembles (41.16, 41.29). On EN-DE the
 # base model's 27.3 is above the best ensemble (ConvS2S, 26.36) at 3.3e18 FLOPs against that
-# ensemble's 7.7e19; the big model reaches 28.4.
+# ensemble's 7.7e19; the big model reaches 28.4. "PosUnk" is the rare-word technique of Luong,
+# Sutskever, Le, Vinyals and Zaremba (ACL 2015): an unknown output word points at a source
+# position and a dictionary fills it in afterwards; Jean et al. (2015) used a very large target
+# vocabulary instead; the Transformer, like our models, writes subword pieces.
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Backup: German compounds and rare words
@@ -922,8 +1032,10 @@ lecture.held_out_example(transformer_de, rare["example"], layer=rare["example"][
 
 # %% [markdown] slideshow={"slide_type": "notes"}
 # German writes "customer name" as one word, Kundenname: a model with a vocabulary of whole
-# words learns such a word from one example, or never sees it. Our models read and write
-# subword pieces (byte-pair encoding, Sennrich et al. 2016, learned from the training split):
+# words learns such a word from one example, or never sees it (the earlier fixes: copy it via
+# a pointer into the source, Luong et al. ACL 2015, or a very large vocabulary, Jean et al.
+# 2015). Our models read and write subword pieces (byte-pair encoding, Sennrich et al. 2016,
+# trained with SentencePiece, Kudo and Richardson 2018, on the training split):
 # frequent words are one piece, a rare word or a compound is written in frequent pieces
 # ("Kunden" "##name"), and a character no piece covers is written as its bytes, so nothing is
 # ever <unk>. The printed line counts, over the test split, the outputs that hold a word

@@ -49,8 +49,12 @@ def time_rnn_vs_attention(
     """Forward time (ms) of a GRU over n steps against one self-attention layer over n tokens.
 
     The GRU must take its n steps one after another (h_t needs h_{t-1}); self-attention
-    computes all n outputs with a few matrix products that run in parallel.  Its O(n^2 d)
-    work catches up once n grows past d (Table 1 of Vaswani et al.), hence d = 256 here.
+    computes all n outputs with a few large matrix products.  Past n = d its O(n^2 d) work
+    exceeds the GRU's O(n d^2) (Table 1 of Vaswani et al.), hence d = 256 here: the deck's
+    lengths lie on both sides of d.  More work is not more time: in the deck's stored run, on
+    one CPU thread, self-attention is faster at every n measured, past n = d too, because the
+    GRU's n small sequential steps each pay their overhead while large matrix products run
+    efficiently even on one core.  Times vary from run to run and machine to machine.
     """
     torch.manual_seed(0)
     gru = torch.nn.GRU(d, d, batch_first=True)
@@ -164,10 +168,10 @@ def flops_per_step(kind: str, task: str = "reverse", batch: int = 128, seed: int
     """GFLOP of one training step (forward, loss, backward) of a fresh ``kind`` model.
 
     Counted by :class:`torch.utils.flop_counter.FlopCounterMode` on ``batch`` training
-    examples of ``task`` (the shipped recipe's sizes), so two designs can be compared at equal
-    compute rather than equal steps or equal wall-clock time.  The step is the training
-    loop's own (:func:`attnlab.training.loop.train_step`); the counter counts the matrix
-    products, so the optimiser's update and the clipping add nothing.
+    examples of ``task`` (the shipped recipe's sizes), so two designs can be compared by their
+    compute rather than by steps or wall-clock time.  The step is the training loop's own
+    (:func:`attnlab.training.loop.train_step`); the counter counts the matrix products, so
+    the optimiser's update and the clipping add nothing.
     """
     torch.manual_seed(seed)
     t = get_task(task)
@@ -208,9 +212,7 @@ def head_study(model, n: int = 300, seed: int = 4_000_000) -> Table:
     """Why several heads, measured on a trained Transformer and ``n`` fresh held-out examples.
 
     For each configuration, the exact match when every attention of the model keeps all its
-    heads, only head k, or every head but k (the others' outputs set to zero before W^O); and
-    how often the heads of the last cross-attention put their strongest weight on different
-    source positions.
+    heads, only head k, or every head but k (the others' outputs set to zero before W^O).
     """
     task = get_task(model.card["task"])
     pairs = task.make(n, seed=seed)
@@ -287,7 +289,11 @@ def read_measurements(path: Path | str | None = None) -> dict:
 
 
 def equal_compute(cached: dict | None = None) -> Table:
-    """The length experiment's two models: compute per step (cached FLOPs), steps, time."""
+    """The length experiment's two models: compute per step (cached FLOPs), steps, time.
+
+    Not an equal-compute comparison: the model without attention gets more FLOPs per step (and
+    more parameters) than RNNSearch over the same steps; the deck says by how much.
+    """
     flops = (cached or read_measurements())["flops_per_step"]
     rows = []
     for kind, name in COMPARED.items():
