@@ -127,9 +127,9 @@ lecture.reverse_demo(["rnnenc-reverse", "rnnsearch-reverse"], lengths=[6, 12, 25
 # %%
 keys = torch.tensor([[1.0, 0.0], [0.0, 1.0], [0.6, 0.8]])  # k_1, k_2, k_3: (n, d)
 values = torch.tensor([[10.0], [20.0], [30.0]])  # v_1, v_2, v_3: (n, 1)
-query = torch.tensor([[2.0, 0.5]])  # q: most like k_1, a little like k_3: (1, d)
+query = torch.tensor([[2.0, 0.5]])  # q: most like k_1, then k_3: (1, d)
 
-hard = values[(query @ keys.T).argmax()]  # a dict: the value of the best key only
+hard = values[(query @ keys.T).argmax()]  # hard attention: the argmax's value only
 soft, alpha = A.attention(query, keys, values)  # alpha = softmax(q . k_i), out = sum alpha_i v_i
 print(f"alpha = {alpha.squeeze().numpy().round(2)}: soft {soft.item():.1f}, hard {hard.item():.0f}")
 

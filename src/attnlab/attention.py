@@ -98,7 +98,9 @@ class ScaledDotScore(nn.Module):
 
 
 class GeneralScore(nn.Module):
-    r"""Luong's "general" score: score(s_{t-1}, h_i) = s_{t-1}^T W_a h_i.
+    r"""Luong et al.'s bilinear "general" form on Bahdanau et al.'s query s_{t-1}:
+    score(s_{t-1}, h_i) = s_{t-1}^T W_a h_i (Luong et al. score the state h_t after the RNN
+    step instead).
 
     W_a has shape (d_q, d_k), so queries and keys may have different sizes.
     """

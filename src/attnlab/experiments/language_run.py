@@ -80,9 +80,9 @@ def _short(s: dict) -> dict:
 
 # --------------------------------------------------------------------------- Table 2
 def table2(model_scores: dict) -> dict:
-    """Our Transformers' test BLEU and training minutes (a 2-core CPU, two threads) beside
+    """Our Transformers' test BLEU and training minutes (a 2-core CPU, one thread each) beside
     Vaswani et al.'s Table 2 (BLEU on newstest2014, days on 8 GPUs).  Not comparable
-    scores: other test sets, far shorter strings, lower-cased; the compute is the point."""
+    scores: other test sets, far shorter strings; the compute is the point."""
     ours = {}
     for pair in ("en-de", "en-fr"):
         s = model_scores[f"transformer-{pair}"]
@@ -92,8 +92,8 @@ def table2(model_scores: dict) -> dict:
     return {
         "ours": ours,
         "vaswani": VASWANI_TABLE2,
-        "hardware": "a 2-core laptop-class CPU (two threads)",
-        "note": "different test sets (short interface strings, lower-cased, our test split) "
+        "hardware": "a 2-core CPU (one thread per model)",
+        "note": "different test sets (short interface strings, cased, our test split) "
         "against newstest2014: the scores are not comparable, the compute is the point",
     }
 

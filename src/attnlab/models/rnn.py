@@ -3,7 +3,7 @@ r"""RNN sequence-to-sequence models: without attention (RNNEncDec) and with it (
 * :class:`RNNEncDec` (Sutskever et al. 2014; Cho et al. 2014): a GRU reads the source
   x_1..x_n; its final state c = h_n, one fixed-length vector, is all the decoder sees:
   s_0 = tanh(W_s c) and s_t = GRU(s_{t-1}, [y_{t-1}; c]).
-* :class:`RNNSearch` (Bahdanau et al. 2014): a bidirectional GRU gives one annotation per
+* :class:`RNNSearch` (Bahdanau et al. 2015): a bidirectional GRU gives one annotation per
   source position, h_i = [forward h_i; backward h_i]; at each output step the decoder
   attends to all of them:
 
