@@ -190,21 +190,6 @@ print(f"alpha = {alpha.squeeze().numpy().round(2)}: soft {soft.item():.1f}, hard
 # Minutes: 3
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# ### The library's attention: $\alpha_t$ and $c_t$
-#
-# The function RNNSearch calls at every step, as it is in `attnlab` (the Transformer's
-# `scaled_dot_product_attention` below is the same with the scaled dot score):
-
-# %%
-lecture.show_source(A.attention)
-
-# %% [markdown] slideshow={"slide_type": "notes"}
-# Read from the installed package when the cell runs, so the slide cannot drift from the code.
-# Three lines do the work: the scores, the masked softmax (alpha), and the weighted sum of the
-# values (c_t). A backup slide writes the same equations out by hand and checks them.
-# Minutes: 1
-
-# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Four scores, one attention
 
 # %%
@@ -243,12 +228,36 @@ widgets.DecodeStepper()  # the shipped rnnsearch-dates; more models in the model
 # Minutes: 3
 
 # %% [markdown] slideshow={"slide_type": "slide"}
+# ## Real language: Bahdanau's Fig. 3, ours
+#
+# `rnnsearch-en-fr`, our RNNSearch, on interface strings of 60 open-source packages. A string
+# of the **test split** (neither it nor one a word away from it was in training):
+
+# %%
+language = load_results()  # measured once over the test split, with the models below
+rnnsearch_fr = attnlab.load("rnnsearch-en-fr")
+lecture.held_out_example(rnnsearch_fr, language["word_order"])
+
+# %% [markdown] slideshow={"slide_type": "notes"}
+# Read it like Bahdanau's Fig. 3: each row is one French output piece, its weights over the
+# English pieces (a word may be several pieces; "##" marks a piece that continues a word). The
+# string is from the test split (neither it nor a string one word away from it was in training)
+# and the output is the reference, word for word. French reorders the words: where a later French
+# word looks further left in the English than the word before it, the rows cross: the word-order
+# swap of "selected files" -> "fichiers sélectionnés" (the adjective moves behind the noun). The
+# example was found by a rule over the test split (the most decided alpha among the strings the
+# model translates right with crossing alpha, every English word some row's strongest weight; 2
+# strings passed), not picked by hand: the cell's text names it. The bi-GRU's weight is often
+# spread over neighbours: its states already carry their neighbours' words.
+# Minutes: 3
+
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ### Accuracy against length: Bahdanau's Fig. 2, ours
 #
 # <img src="../pics/seq2seq_attention_length.png" width="65%">
 #
 # Digit reversal, each model trained 1000 steps of 128 strings (the model without attention
-# with *more* compute: next slide). Without attention accuracy falls with length, as Bahdanau
+# with *more* compute: backup). Without attention accuracy falls with length, as Bahdanau
 # et al. saw on English-French.
 
 # %% [markdown] slideshow={"slide_type": "notes"}
@@ -260,29 +269,6 @@ widgets.DecodeStepper()  # the shipped rnnsearch-dates; more models in the model
 # strings of 31-40 (0.505) and on none beyond 40: attention does not carry the model past the
 # lengths it has seen (the paper's RNNsearch-30 degrades more gently). Backup: where it breaks.
 # Minutes: 3
-
-# %% [markdown] slideshow={"slide_type": "subslide"}
-# ### A fair comparison? Compute, measured
-#
-# Same data and the same 1000 steps for both. Compute counted by torch's FLOP counter on one
-# training batch (`lecture.flops_per_step`, cached by `python -m attnlab deck`):
-
-# %%
-lecture.equal_compute()
-
-# %% [markdown] slideshow={"slide_type": "fragment"}
-# At **1.6x the compute** of RNNSearch, the design without attention still fails. Its
-# held-out accuracy was still creeping up (0.06 to 0.12 over the last 700 steps): under-trained
-# at this budget, but not short-changed.
-
-# %% [markdown] slideshow={"slide_type": "notes"}
-# Not equal compute: 7.0 against 4.3 TFLOP (1.6x) and 195,022 against 101,582 parameters. The
-# honest statement: at 1.6x the compute the design without attention still fails (far behind on
-# long strings); we did not train it to convergence (its loss still fell slowly at 1000 steps),
-# so the gap at long lengths is "at this budget". Wall-clock times differ the other way round
-# (RNNSearch's Python loop over output steps is slower per FLOP on a CPU: 1114 s against 153 s):
-# FLOPs are the fair measure of work, seconds the fair measure of our patience.
-# Minutes: 2
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## The Transformer ([Vaswani et al., 2017](https://arxiv.org/abs/1706.03762))
@@ -368,13 +354,20 @@ lecture.positional_encoding_picture(n=40, d=64, at=10)
 # Minutes: 2
 
 # %% [markdown] slideshow={"slide_type": "slide"}
-# ### Path length
+# ### Path length: Table 1 of Vaswani et al.
 #
-# The fewest steps (layers or time steps) from input 1 to output $n$ (kernel $k$): RNN $n$,
-# order $O(n)$; convolutions $\lceil (n-1)/(k-1) \rceil$, $O(n/k)$; dilated convolutions
-# $\lceil \log_k n \rceil$, $O(\log_k n)$; self-attention 1, $O(1)$.
+# A path: the steps (layers or time steps) a signal takes from input 1 to output $n$.
 #
-# <img src="../pics/wavenet.png" width="95%">
+# | layer type | work per layer | sequential operations | maximum path length |
+# |---|---|---|---|
+# | self-attention | $O(n^2 \cdot d)$ | $O(1)$ | $O(1)$ |
+# | recurrent | $O(n \cdot d^2)$ | $O(n)$ | $O(n)$ |
+# | convolutional | $O(k \cdot n \cdot d^2)$ | $O(1)$ | $O(\log_k(n))$ |
+# | self-attention (restricted to $r$ neighbours) | $O(r \cdot n \cdot d)$ | $O(1)$ | $O(n/r)$ |
+#
+# $n$: sequence length, $d$: representation size, $k$: kernel size. The convolutional path
+# $O(\log_k n)$ is for dilated convolutions; contiguous ones need $\lceil (n-1)/(k-1) \rceil$,
+# $O(n/k)$. Exact counts: RNN $n$, self-attention 1.
 
 # %% [markdown] slideshow={"slide_type": "notes"}
 # Short paths make long-range dependencies easier to learn: gradients and information pass
@@ -385,27 +378,12 @@ lecture.positional_encoding_picture(n=40, d=64, at=10)
 # contiguous ones need ceil((n-1)/(k-1)) layers, O(n/k). The exact count and its order (Table
 # 1's, constants dropped) are two different things: the widget in the backup shows both. The
 # picture: a WaveNet-style stack of dilated causal convolutions against ordinary ones.
-# Minutes: 2
-
-# %% [markdown] slideshow={"slide_type": "subslide"}
-# ### Table 1 of Vaswani et al.
-#
-# | layer type | complexity per layer | sequential operations | maximum path length |
-# |---|---|---|---|
-# | self-attention | $O(n^2 \cdot d)$ | $O(1)$ | $O(1)$ |
-# | recurrent | $O(n \cdot d^2)$ | $O(n)$ | $O(n)$ |
-# | convolutional | $O(k \cdot n \cdot d^2)$ | $O(1)$ | $O(\log_k(n))$ |
-# | self-attention (restricted to $r$ neighbours) | $O(r \cdot n \cdot d)$ | $O(1)$ | $O(n/r)$ |
-#
-# $n$: sequence length, $d$: representation size, $k$: kernel size, $r$: neighbourhood size.
-
-# %% [markdown] slideshow={"slide_type": "notes"}
 # We measured the middle column (sequential operations) on the Transformer slide. A
 # self-attention layer does less work than a recurrent one whenever n < d, which is usual for
 # sentences (n ~ 50, d ~ 512); for very long inputs one restricts attention to a window of r
 # positions. (The convolutional row's O(log_k n) is for dilated convolutions; contiguous ones
 # give O(n/k).)
-# Minutes: 2
+# Minutes: 2.5
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ### The Transformer at a glance (as we use it: pre-LN)
@@ -528,25 +506,6 @@ alpha.round(decimals=2), out.round(decimals=2)
 # Minutes: 3
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# ### $softmax(QK^\top/\sqrt{d_k})\,V$ in the library
-
-# %%
-lecture.show_source(A.scaled_dot_product_attention, A.scaled_dot_score)
-
-# %%
-Q, K, V = torch.randn(3, 4), torch.randn(5, 4), torch.randn(5, 2)  # m = 3, n = 5, d_k = 4
-alpha = torch.softmax(Q @ K.T / 4**0.5, dim=-1)  # softmax(Q K^T / sqrt(d_k)): (m, n)
-out = alpha @ V  # ... V: (m, d_v)
-lib_out, lib_alpha = A.scaled_dot_product_attention(Q, K, V)
-assert torch.allclose(out, lib_out) and torch.allclose(alpha, lib_alpha)
-
-# %% [markdown] slideshow={"slide_type": "notes"}
-# The library's body is the equation; the second cell writes it out on three queries and five
-# keys and checks it against the library (no output: the assert held; re-run it, any values).
-# Everything the Transformer does with attention goes through this one function.
-# Minutes: 1
-
-# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Why divide by $\sqrt{d_k}$?
 
 # %%
@@ -607,67 +566,7 @@ lecture.heads_measured()  # lecture.head_study(transformer, n=200), cached: 4 s
 # 2019); in this small model none can. The real-language slides measure what heads do on words.
 # Minutes: 3
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
-# ### An encoder block: residual, LayerNorm, feed-forward
-#
-# * **Residual** $x + \dots$: each sub-layer adds a correction; the signal and the gradient
-#   have a straight path through the stack.
-# * **LayerNorm**: each token's vector rescaled to mean 0, variance 1 (then a learned scale):
-#   keeps the scale steady from layer to layer.
-# * **Feed-forward**: the same two-layer MLP ($d \to 4d \to d$) on every token on its own: the
-#   layer's per-token computation; attention only mixes tokens.
-
-# %%
-lecture.show_source(attnlab.models.transformer.EncoderLayer.forward)
-
-# %% [markdown] slideshow={"slide_type": "notes"}
-# Pre-LN, as our model: x + SelfAttn(LN(x)), then x + FFN(LN(x)). Ask: what would happen
-# without the residual? (each layer would have to re-create the whole vector; deep stacks train
-# badly.) The exercise asks students to write this block and runs it inside transformer-dates.
-# Minutes: 3
-
 # %% [markdown] slideshow={"slide_type": "slide"}
-# ### The trained Transformer's three attentions
-#
-# `transformer-dates` on one date, last layer, mean over its 4 heads. The decoder's queries and
-# keys are its inputs, the outputs shifted right: `<s>`, $y_1$, $y_2$, ...
-
-# %%
-lecture.three_attentions(transformer, "3 May 1979")
-
-# %% [markdown] slideshow={"slide_type": "notes"}
-# Left: the encoder's tokens attend to each other (no mask: every token sees the whole date).
-# Middle: the decoder's masked self-attention, the causal triangle: the query at input y_{t-1}
-# sees the inputs <s>, y_1..y_{t-1} only, never y_t, the output it is about to write. Right:
-# cross-attention; the query at input y_{t-1} writes y_t: the row of <s> writes the first year
-# digit and looks at the year.
-# Minutes: 2
-
-# %% [markdown] slideshow={"slide_type": "slide"}
-# ## Real language: Bahdanau's Fig. 3, ours
-#
-# `rnnsearch-en-fr`, our RNNSearch, on interface strings of 60 open-source packages. A string
-# of the **test split** (neither it nor one a word away from it was in training):
-
-# %%
-language = load_results()  # measured once over the test split, with the models below
-rnnsearch_fr = attnlab.load("rnnsearch-en-fr")
-lecture.held_out_example(rnnsearch_fr, language["word_order"])
-
-# %% [markdown] slideshow={"slide_type": "notes"}
-# Read it like Bahdanau's Fig. 3: each row is one French output piece, its weights over the
-# English pieces (a word may be several pieces; "##" marks a piece that continues a word). The
-# string is from the test split (neither it nor a string one word away from it was in training)
-# and the output is the reference, word for word. French reorders the words: where a later French
-# word looks further left in the English than the word before it, the rows cross: the word-order
-# swap of "selected files" -> "fichiers sélectionnés" (the adjective moves behind the noun). The
-# example was found by a rule over the test split (the most decided alpha among the strings the
-# model translates right with crossing alpha, every English word some row's strongest weight; 2
-# strings passed), not picked by hand: the cell's text names it. The bi-GRU's weight is often
-# spread over neighbours: its states already carry their neighbours' words.
-# Minutes: 3
-
-# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### German commands: infinitive last
 #
 # `transformer-en-de`, the clearest of 4 heads (last layer), held out:
@@ -695,30 +594,22 @@ lecture.held_out_example(transformer_de, verb, layer=verb["layer"], head=verb["h
 # %%
 lecture.self_attention_heads(transformer_de, "Close all tabs", layer=0)
 
+# %% [markdown] slideshow={"slide_type": "fragment"}
+# Over the whole test split, each head's strongest weight falls on some kind of key more often
+# than chance, but no head does one job most of the time (backup: the table).
+
 # %% [markdown] slideshow={"slide_type": "notes"}
 # The four heads of the first encoder layer of transformer-en-de on one phrase: each query row
-# sums to 1. Ask the room what each head seems to do; then the next slide measures it.
-# Minutes: 2
-
-# %% [markdown] slideshow={"slide_type": "subslide"}
-# ### What the heads do, measured over the test split
-#
-# Where each head's strongest weight falls, for every query of every test string, against
-# chance (the same fraction if the strongest key were drawn at random):
-
-# %%
-lecture.head_roles_table(language["head_roles"]["transformer-en-de"], layer=0)
-
-# %% [markdown] slideshow={"slide_type": "notes"}
+# sums to 1. Ask the room what each head seems to do; then the measurement:
 # In our small model every head does something more often than chance, but none does one job
 # most of the time: the heads are only weakly specialised, and reading a job off one picture
-# (last slide) would have overstated it. That is the honest, measured answer to "what do the
+# (the per-head picture) would have overstated it. That is the honest, measured answer to "what do the
 # heads do" at this size; cleanly "syntactic" heads are reported for far larger models (Clark
 # et al. 2019 on BERT; Voita et al. 2019 on translation encoders). One role does stand out in
 # the EN->FR Transformer (results/language.json): head 2 of its first encoder layer puts its
 # strongest weight on <eos> 26% of the time (chance 11%), the no-op behaviour Clark et al.
 # found in BERT, whose heads park their weight on [SEP] when they have nothing to do.
-# Minutes: 2
+# Minutes: 2.5
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Attention is not always an explanation
@@ -752,14 +643,19 @@ lecture.alpha_and_occlusion(occlusion["example"], occlusion["agreement"])
 # ### Your phrase, translated live
 
 # %%
-widgets.DecodeStepper("transformer-en-fr", text="Default cell type")
+widgets.DecodeStepper("transformer-en-fr", text="Show previous version in browser")
 
 # %% [markdown] slideshow={"slide_type": "notes"}
-# Ask the room for a phrase from the menus they see every day: "Close all tabs", "Save
-# notebook", "Restart kernel". Nothing is unknown to it: a rare word is written in pieces, and
-# the line beside the output says whether the phrase (or one a word away) was in training.
-# Step through and point at the rows that cross (word-order swaps). The model chooser has the
-# EN->DE Transformer and the EN->FR RNNSearch too.
+# It opens on a string of a package the models never saw (Trac): "Afficher la version
+# précédente dans le navigateur", the reference word for word, with the rows crossing where
+# "previous version" becomes "version précédente". Prepared held-out phrases (from the two
+# held-out packages, none in training nor a word away from a training string): "Delete selected
+# participants", "No revisions found", "View the ticket description", and one honest failure,
+# "Can support motions" (it writes "Peut supporttions de support": a word it has barely seen).
+# Then ask the room for a phrase from the menus they see every day; the line beside the output
+# says whether the phrase (or one a word away) was in training: "Close all tabs" and "Restart
+# kernel" were, so they show memory, not generalisation. Nothing is unknown to it: a rare word
+# is written in pieces. The model chooser has the EN->DE Transformer and the EN->FR RNNSearch.
 # Minutes: 3
 
 # %% [markdown] slideshow={"slide_type": "slide"}
@@ -784,22 +680,6 @@ lecture.language_table(language)
 # Le, Vinyals and Zaremba, ACL 2015; see also Jean et al. 2015; ours, like the Transformer, write
 # subword pieces.)
 # Minutes: 3
-
-# %% [markdown] slideshow={"slide_type": "subslide"}
-# ### Our own results table: dates to ISO
-
-# %%
-lecture.model_table()
-
-# %% [markdown] slideshow={"slide_type": "notes"}
-# Same task, same data, the three designs of this lecture, read from each checkpoint's card
-# (what our training script measured). RNNSearch reaches its target after 100 steps; the
-# fixed-vector RNNEncDec has a fixed budget of 200 steps (twice that) and stops there; the
-# Transformer needs more parameters and more steps (800) at this size. The time is the
-# wall-clock time of the whole training run, held-out measurements included, on one CPU thread
-# of a shared machine: RNNSearch's four date models that stopped at 100 steps took 10 to 35 s
-# (their cards), the smallest the slowest: the machine's load decides, so compare the steps.
-# Minutes: 1
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## References
@@ -856,6 +736,140 @@ lecture.model_table()
 
 # %% [markdown] slideshow={"slide_type": "notes"}
 # Not part of the 90 minutes: open one of these when a question asks for it.
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### Backup: The library's attention: $\alpha_t$ and $c_t$
+#
+# The function RNNSearch calls at every step, as it is in `attnlab` (the Transformer's
+# `scaled_dot_product_attention` below is the same with the scaled dot score):
+
+# %%
+lecture.show_source(A.attention)
+
+# %% [markdown] slideshow={"slide_type": "notes"}
+# Read from the installed package when the cell runs, so the slide cannot drift from the code.
+# Three lines do the work: the scores, the masked softmax (alpha), and the weighted sum of the
+# values (c_t). A backup slide writes the same equations out by hand and checks them.
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### Backup: A fair comparison? Compute, measured
+#
+# Same data and the same 1000 steps for both. Compute counted by torch's FLOP counter on one
+# training batch (`lecture.flops_per_step`, cached by `python -m attnlab deck`):
+
+# %%
+lecture.equal_compute()
+
+# %% [markdown] slideshow={"slide_type": "fragment"}
+# At **1.6x the compute** of RNNSearch, the design without attention still fails. Its
+# held-out accuracy was still creeping up (0.06 to 0.12 over the last 700 steps): under-trained
+# at this budget, but not short-changed.
+
+# %% [markdown] slideshow={"slide_type": "notes"}
+# Not equal compute: 7.0 against 4.3 TFLOP (1.6x) and 195,022 against 101,582 parameters. The
+# honest statement: at 1.6x the compute the design without attention still fails (far behind on
+# long strings); we did not train it to convergence (its loss still fell slowly at 1000 steps),
+# so the gap at long lengths is "at this budget". Wall-clock times differ the other way round
+# (RNNSearch's Python loop over output steps is slower per FLOP on a CPU: 1114 s against 153 s):
+# FLOPs are the fair measure of work, seconds the fair measure of our patience.
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### Backup: $softmax(QK^\top/\sqrt{d_k})\,V$ in the library
+
+# %%
+lecture.show_source(A.scaled_dot_product_attention, A.scaled_dot_score)
+
+# %%
+Q, K, V = torch.randn(3, 4), torch.randn(5, 4), torch.randn(5, 2)  # m = 3, n = 5, d_k = 4
+alpha = torch.softmax(Q @ K.T / 4**0.5, dim=-1)  # softmax(Q K^T / sqrt(d_k)): (m, n)
+out = alpha @ V  # ... V: (m, d_v)
+lib_out, lib_alpha = A.scaled_dot_product_attention(Q, K, V)
+assert torch.allclose(out, lib_out) and torch.allclose(alpha, lib_alpha)
+
+# %% [markdown] slideshow={"slide_type": "notes"}
+# The library's body is the equation; the second cell writes it out on three queries and five
+# keys and checks it against the library (no output: the assert held; re-run it, any values).
+# Everything the Transformer does with attention goes through this one function.
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### Backup: dilated convolutions, pictured
+#
+# The fewest steps (layers or time steps) from input 1 to output $n$ (kernel $k$): RNN $n$,
+# order $O(n)$; convolutions $\lceil (n-1)/(k-1) \rceil$, $O(n/k)$; dilated convolutions
+# $\lceil \log_k n \rceil$, $O(\log_k n)$; self-attention 1, $O(1)$.
+#
+# <img src="../pics/wavenet.png" width="95%">
+
+# %% [markdown] slideshow={"slide_type": "notes"}
+# The picture: a WaveNet-style stack of dilated causal convolutions against ordinary ones; dilation k^l in layer l reaches k^l positions back, so ceil(log_k n) layers connect input 1 to output n. The path-lengths explorer (backup) counts every design for any n.
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### Backup: An encoder block: residual, LayerNorm, feed-forward
+#
+# * **Residual** $x + \dots$: each sub-layer adds a correction; the signal and the gradient
+#   have a straight path through the stack.
+# * **LayerNorm**: each token's vector rescaled to mean 0, variance 1 (then a learned scale):
+#   keeps the scale steady from layer to layer.
+# * **Feed-forward**: the same two-layer MLP ($d \to 4d \to d$) on every token on its own: the
+#   layer's per-token computation; attention only mixes tokens.
+
+# %%
+lecture.show_source(attnlab.models.transformer.EncoderLayer.forward)
+
+# %% [markdown] slideshow={"slide_type": "notes"}
+# Pre-LN, as our model: x + SelfAttn(LN(x)), then x + FFN(LN(x)). Ask: what would happen
+# without the residual? (each layer would have to re-create the whole vector; deep stacks train
+# badly.) The exercise asks students to write this block and runs it inside transformer-dates.
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### Backup: The trained Transformer's three attentions
+#
+# `transformer-dates` on one date, last layer, mean over its 4 heads. The decoder's queries and
+# keys are its inputs, the outputs shifted right: `<s>`, $y_1$, $y_2$, ...
+
+# %%
+lecture.three_attentions(transformer, "3 May 1979")
+
+# %% [markdown] slideshow={"slide_type": "notes"}
+# Left: the encoder's tokens attend to each other (no mask: every token sees the whole date).
+# Middle: the decoder's masked self-attention, the causal triangle: the query at input y_{t-1}
+# sees the inputs <s>, y_1..y_{t-1} only, never y_t, the output it is about to write. Right:
+# cross-attention; the query at input y_{t-1} writes y_t: the row of <s> writes the first year
+# digit and looks at the year.
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### Backup: What the heads do, measured over the test split
+#
+# Where each head's strongest weight falls, for every query of every test string, against
+# chance (the same fraction if the strongest key were drawn at random):
+
+# %%
+lecture.head_roles_table(language["head_roles"]["transformer-en-de"], layer=0)
+
+# %% [markdown] slideshow={"slide_type": "notes"}
+# In our small model every head does something more often than chance, but none does one job
+# most of the time: the heads are only weakly specialised, and reading a job off one picture
+# (the per-head picture) would have overstated it. That is the honest, measured answer to "what do the
+# heads do" at this size; cleanly "syntactic" heads are reported for far larger models (Clark
+# et al. 2019 on BERT; Voita et al. 2019 on translation encoders). One role does stand out in
+# the EN->FR Transformer (results/language.json): head 2 of its first encoder layer puts its
+# strongest weight on <eos> 26% of the time (chance 11%), the no-op behaviour Clark et al.
+# found in BERT, whose heads park their weight on [SEP] when they have nothing to do.
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### Backup: Our own results table: dates to ISO
+
+# %%
+lecture.model_table()
+
+# %% [markdown] slideshow={"slide_type": "notes"}
+# Same task, same data, the three designs of this lecture, read from each checkpoint's card
+# (what our training script measured). RNNSearch reaches its target after 100 steps; the
+# fixed-vector RNNEncDec has a fixed budget of 200 steps (twice that) and stops there; the
+# Transformer needs more parameters and more steps (800) at this size. The time is the
+# wall-clock time of the whole training run, held-out measurements included, on one CPU thread
+# of a shared machine: RNNSearch's four date models that stopped at 100 steps took 10 to 35 s
+# (their cards), the smallest the slowest: the machine's load decides, so compare the steps.
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Backup: the equations, written out and checked

@@ -34,7 +34,7 @@ def deck_pictures() -> list[bytes]:
         ScaledDotExplorer(),
         PathLengthExplorer(),
         HeadView(transformer, text="3 May 1979"),
-        DecodeStepper("transformer-en-fr", text="Default cell type"),
+        DecodeStepper("transformer-en-fr", text="Show previous version in browser"),
     ]
     pngs = [png for widget in shown for png in widget_pngs(widget)]
     pictures = [

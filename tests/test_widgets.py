@@ -305,7 +305,8 @@ def test_stepper_transformer_layer_and_head(transformer):
     d = decode(transformer, "3 May 1979")
     L, H = d.alpha.shape[:2]
     values = [v for _, v in w.head.options]
-    assert len(values) == L * H + 1 and values[0] == (L - 1, 0)  # the last layer first
+    assert len(values) == L * H + 1 and values[0] == (L - 1, decode_stepper.MEAN)  # its mean first
+    assert values[1] == (L - 1, 0)  # then the last layer's heads
     w.slider.value = 3
     for layer, head in values:
         w.head.value = (layer, head)

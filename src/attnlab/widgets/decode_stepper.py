@@ -183,10 +183,10 @@ class DecodeStepper(ModelWidget):
         self.unknown = unknown_words(self.model, self.text.value, decoding.source_tokens)
         L, H = decoding.alpha.shape[:2]
         options = [("", (0, 0))]
-        if L * H > 1:  # several layers and heads: choose one (the last layer by default)
+        if L * H > 1:  # several layers and heads: the last layer's mean of heads by default
             heads = [(f"layer {i + 1}, head {j + 1}", (i, j)) for i in range(L) for j in range(H)]
-            last = (L - 1) * H  # the last layer's heads, their mean, then the earlier layers
-            options = [*heads[last:], (f"layer {L}, mean of heads", (L - 1, MEAN)), *heads[:last]]
+            last = (L - 1) * H  # the mean, the last layer's heads, then the earlier layers
+            options = [(f"layer {L}, mean of heads", (L - 1, MEAN)), *heads[last:], *heads[:last]]
         if [v for _, v in self.head.options] != [v for _, v in options]:
             self.head.unobserve(self._on_head, names="value")  # rendered once, below
             self.head.options = options  # selects the first

@@ -236,7 +236,7 @@ def transformer_attention() -> Figure:
     steps = [
         ("MatMul", _ATTN, r"$QK^T$", "-"),
         ("Scale", _NORM, r"$\div\sqrt{d_k}$", "-"),
-        ("Mask (opt.)", C["purple"], "future: $-\\infty$", "--"),
+        ("Mask (opt.)", C["purple"], "forbidden", "--"),
         ("SoftMax", _OUT, "rows sum to 1", "-"),
     ]
     ops = []
