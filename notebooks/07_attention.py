@@ -130,8 +130,9 @@ values = torch.tensor([[10.0], [20.0], [30.0]])  # v_1, v_2, v_3: (n, 1)
 query = torch.tensor([[2.0, 0.5]])  # q: most like k_1, then k_3: (1, d)
 
 hard = values[(query @ keys.T).argmax()]  # hard attention: the argmax's value only
-soft, alpha = A.attention(query, keys, values)  # alpha = softmax(q . k_i), out = sum alpha_i v_i
-print(f"alpha = {alpha.squeeze().numpy().round(2)}: soft {soft.item():.1f}, hard {hard.item():.0f}")
+soft, alpha = A.attention(query, keys, values)  # softmax(q . k_i); sum_i alpha_i v_i
+a = alpha.squeeze().numpy().round(2)
+print(f"alpha = {a}: soft {soft.item():.1f}, hard {hard.item():.0f}")
 
 # %% [markdown] slideshow={"slide_type": "notes"}
 # Scores 2.0, 0.5 and 1.6; softmax gives about 0.53, 0.12 and 0.35: about half of the weight on
@@ -313,8 +314,8 @@ lecture.sequential_steps(lengths=[8, 32, 128, 512], d=32)
 # %%
 torch.manual_seed(0)
 mha = A.MultiHeadAttention(d_model=8, num_heads=2)
-x, perm = torch.randn(5, 8), torch.tensor([3, 0, 4, 1, 2])  # 5 tokens, no positions; a shuffle
-torch.allclose(mha(x[perm], x[perm], x[perm]), mha(x, x, x)[perm], atol=1e-6)  # shuffled alike
+x, perm = torch.randn(5, 8), torch.tensor([3, 0, 4, 1, 2])  # 5 tokens; a shuffle
+torch.allclose(mha(x[perm], x[perm], x[perm]), mha(x, x, x)[perm], atol=1e-6)
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # Add a positional encoding (position $pos$ gets $PE_{pos}$ whatever token sits there), and
@@ -322,7 +323,7 @@ torch.allclose(mha(x[perm], x[perm], x[perm]), mha(x, x, x)[perm], atol=1e-6)  #
 
 # %%
 pe = A.positional_encoding(5, 8)  # PE for pos = 0..4: (n, d)
-xs, xp = x + pe, x[perm] + pe  # the tokens in order; shuffled, at the same positions
+xs, xp = x + pe, x[perm] + pe  # in order; shuffled, at the same positions
 torch.allclose(mha(xp, xp, xp), mha(xs, xs, xs)[perm], atol=1e-6)
 
 # %% [markdown] slideshow={"slide_type": "notes"}
@@ -528,17 +529,11 @@ widgets.ScaledDotExplorer()
 torch.manual_seed(0)
 mha = A.MultiHeadAttention(d_model=8, num_heads=2)  # h = 2 heads of d_k = 4
 x = torch.randn(5, 8)  # 5 tokens: (n, d_model)
-
-
-def split(t):  # (n, d_model) -> (h, n, d_k): head i gets columns i*d_k .. (i+1)*d_k
-    return t.view(5, 2, 4).transpose(0, 1)
-
-
-Q, K, V = split(mha.W_q(x)), split(mha.W_k(x)), split(mha.W_v(x))  # each (h, n, d_k)
-heads, _ = A.scaled_dot_product_attention(Q, K, V)  # head_i, all at once: (h, n, d_k)
-concat = heads.transpose(0, 1).reshape(5, 8)  # Concat(head_1, head_2): (n, d_model)
-out = mha.W_o(concat)  # ... W^O: (n, d_model)
-assert torch.allclose(out, mha(x, x, x), atol=1e-6)  # the library's MultiHeadAttention
+split = [W(x).view(5, 2, 4).transpose(0, 1) for W in (mha.W_q, mha.W_k, mha.W_v)]
+Q, K, V = split  # each (h, n, d_k): head i gets columns 4i .. 4i+3
+heads, _ = A.scaled_dot_product_attention(Q, K, V)  # every head at once: (h, n, d_k)
+out = mha.W_o(heads.transpose(0, 1).reshape(5, 8))  # Concat(head_1, head_2) W^O
+assert torch.allclose(out, mha(x, x, x), atol=1e-6)  # = the library's MultiHeadAttention
 
 # %% [markdown] slideshow={"slide_type": "notes"}
 # One projection per role, then the columns are cut into h groups: each head attends in its own

@@ -106,7 +106,9 @@ class DecodeStepper(ModelWidget):
         self.alphas = np.zeros((0, 0))
         self._renderer = DecodeFrames()
         name = self._choose(model, text)
-        self.head = widgets.Dropdown(options=[("", (0, 0))], description="attention")
+        self.head = widgets.Dropdown(
+            options=[("", (0, 0))], description="attention", layout={"width": "330px"}
+        )
         self.head_box = widgets.HBox([self.head], layout={"display": "none"})
         self.back_button = widgets.Button(description="◀ Back", layout={"width": "100px"})
         self.step_button = widgets.Button(description="Step ▶", layout={"width": "100px"})
