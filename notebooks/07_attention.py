@@ -523,7 +523,8 @@ widgets.ScaledDotExplorer()
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ### Multi-head: split, attend, concatenate, $W^O$
 #
-# $MultiHead(Q,K,V) = Concat(head_1, \dots, head_h)\,W^O$ with $head_i = Attention(QW_i^Q, KW_i^K, VW_i^V)$:
+# $\mathrm{MultiHead}(Q,K,V) = \mathrm{Concat}(\mathrm{head}_1, \dots, \mathrm{head}_h)\,W^O$ with
+# $\mathrm{head}_i = \mathrm{Attention}(QW_i^Q, KW_i^K, VW_i^V)$:
 
 # %%
 torch.manual_seed(0)
@@ -769,7 +770,7 @@ lecture.equal_compute()
 # FLOPs are the fair measure of work, seconds the fair measure of our patience.
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# ### Backup: $softmax(QK^\top/\sqrt{d_k})\,V$ in the library
+# ### Backup: $\mathrm{softmax}(QK^\top/\sqrt{d_k})\,V$ in the library
 
 # %%
 lecture.show_source(A.scaled_dot_product_attention, A.scaled_dot_score)
