@@ -199,6 +199,11 @@ def capacity(students: list[Student]) -> None:
         f"\ncapacity (worst of the {len(students)} students: {cpu:.1f} CPU-s per Run-All, "
         f"kernel + server {pss:.0f} MB pss, {rss:.0f} MB rss):"
     )
+    anon = max((s.together[0].anon_mb or 0) + (s.together[1].anon_mb or 0) for s in students)
+    if anon:
+        print(
+            f"  one more student adds at least {anon:.0f} MB (its kernel's and server's own pages)"
+        )
     print(f"  per core: {60 / cpu:.0f} Run-Alls a minute; per GiB: {1024 / pss:.1f} students")
     cores = LECTURE * cpu / 60
     print(

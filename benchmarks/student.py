@@ -11,6 +11,8 @@ prints per kernel
     pss:     proportional set size (/proc/<pid>/smaps_rollup): a page shared by k kernels
              (a memory-mapped checkpoint, the libraries' code) counts 1/k in each, so the
              sum of the kernels' pss is what they cost the machine together,
+    anon:    its anonymous pages (smaps_rollup's Anonymous: heap, tensors, Python objects),
+             shared with no other kernel: what one more student costs at least,
 
 and with ``--students N`` the N kernels run at once and the total is printed too.  Targets:
 a Run-All <= 8 CPU-s and <= 300 MB, the worst kernel's (printed as met / NOT met, for rss and
@@ -56,6 +58,7 @@ class Usage:
     system_s: float
     rss_mb: float
     pss_mb: float | None  # None where the kernel has no smaps_rollup (before Linux 4.14)
+    anon_mb: float | None = None  # its anonymous pages: its own, shared with no other kernel
 
     @property
     def cpu_s(self) -> float:
@@ -72,13 +75,15 @@ def kernel_usage(pid: int) -> Usage:
     rss_kb = _kb_field(proc / "status", "VmRSS")
     try:
         pss_kb = _kb_field(proc / "smaps_rollup", "Pss")
+        anon_kb = _kb_field(proc / "smaps_rollup", "Anonymous")
     except (OSError, KeyError):
-        pss_kb = None
+        pss_kb = anon_kb = None
     return Usage(
         user_s=(utime + cutime) / tick,
         system_s=(stime + cstime) / tick,
         rss_mb=rss_kb / 1024,
         pss_mb=None if pss_kb is None else pss_kb / 1024,
+        anon_mb=None if anon_kb is None else anon_kb / 1024,
     )
 
 
@@ -148,9 +153,10 @@ def verdict(value: float, target: float, unit: str) -> str:
 
 def line(label: str, u: Usage) -> str:
     pss = "   n/a" if u.pss_mb is None else f"{u.pss_mb:6.0f}"
+    anon = "   n/a" if u.anon_mb is None else f"{u.anon_mb:6.0f}"
     return (
         f"{label:<12} cpu {u.cpu_s:6.1f} s (user {u.user_s:5.1f}, system {u.system_s:4.1f})   "
-        f"rss {u.rss_mb:6.0f} MB   pss {pss} MB"
+        f"rss {u.rss_mb:6.0f} MB   pss {pss} MB   anon {anon} MB"
     )
 
 
@@ -192,6 +198,9 @@ def main(argv: list[str] | None = None) -> int:
             pss_mb=None
             if any(u.pss_mb is None for _, u, _ in results)
             else sum(u.pss_mb for _, u, _ in results),
+            anon_mb=None
+            if any(u.anon_mb is None for _, u, _ in results)
+            else sum(u.anon_mb for _, u, _ in results),
         )
         print(line("total", total) + "   (the machine's cost: the sum of pss)")
     print(line("imports only", floor) + "   (a fresh kernel that ran only the deck's import cell)")
@@ -201,6 +210,13 @@ def main(argv: list[str] | None = None) -> int:
         f"{RSS_TARGET_MB:.0f} MB: {verdict(worst_rss, RSS_TARGET_MB, 'MB')}"
         + (f" (pss {max(pss):.0f} MB: {verdict(max(pss), RSS_TARGET_MB, 'MB')})" if pss else "")
     )
+    anon = [u.anon_mb for _, u, _ in results if u.anon_mb is not None]
+    if anon:
+        print(
+            f"one more student costs at least its kernel's anonymous memory: {max(anon):.0f} MB "
+            f"(the libraries' {worst_rss - max(anon):.0f} MB of file pages are shared by every "
+            f"kernel); the imports alone hold {floor.rss_mb:.0f} MB rss"
+        )
     return status
 
 
