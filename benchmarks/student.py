@@ -213,9 +213,10 @@ def main(argv: list[str] | None = None) -> int:
     anon = [u.anon_mb for _, u, _ in results if u.anon_mb is not None]
     if anon:
         print(
-            f"one more student costs at least its kernel's anonymous memory: {max(anon):.0f} MB "
-            f"(the libraries' {worst_rss - max(anon):.0f} MB of file pages are shared by every "
-            f"kernel); the imports alone hold {floor.rss_mb:.0f} MB rss"
+            f"a kernel's own memory (anon, what one more student adds): {max(anon):.0f} MB, "
+            f"target <= {RSS_TARGET_MB:.0f} MB: {verdict(max(anon), RSS_TARGET_MB, 'MB')} (the "
+            f"libraries' {worst_rss - max(anon):.0f} MB of file pages are shared by every "
+            f"kernel; the imports alone hold {floor.rss_mb:.0f} MB rss, the floor under rss)"
         )
     return status
 
