@@ -15,8 +15,8 @@ prints per kernel
              shared with no other kernel: what one more student costs at least,
 
 and with ``--students N`` the N kernels run at once and the total is printed too.  Targets:
-a Run-All <= 8 CPU-s and <= 300 MB, the worst kernel's (printed as met / NOT met, for rss and
-for pss; a figure never fails the run, a cell that fails does).  Last, a fresh kernel runs only
+a Run-All <= 8 CPU-s and <= 300 MB, the worst kernel's (printed as met / NOT met, for rss, pss
+and anon; a figure never fails the run, a cell that fails does).  Last, a fresh kernel runs only
 the deck's import cell: its rss is the floor under any Run-All (``import torch`` alone holds
 about 250 MB resident), so the rss target cannot be met by a kernel that imports torch;
 pss, what a kernel costs the machine once several share the libraries' pages, can.  The deck runs in a temporary copy of notebooks/ and pics/, so nothing in the
