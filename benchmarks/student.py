@@ -105,12 +105,17 @@ def kernel_pid(client: NotebookClient) -> int:
     return int(process.pid)
 
 
+def deck_client(nb, path: Path) -> NotebookClient:
+    """A client that runs ``nb`` (read from ``path``) in a fresh python3 kernel, in its folder."""
+    return NotebookClient(
+        nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}
+    )
+
+
 async def run_student(path: Path, everyone_done: asyncio.Barrier, measured: asyncio.Barrier):
     """A fresh kernel runs every cell; measured once every student's Run-All is done."""
     nb = nbformat.read(path, as_version=4)
-    client = NotebookClient(
-        nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}
-    )
+    client = deck_client(nb, path)
     client.reset_execution_trackers()
     async with client.async_setup_kernel():
         pid = kernel_pid(client)
@@ -132,9 +137,7 @@ async def import_floor(path: Path) -> Usage:
     matplotlib, the widgets): the least a kernel of this deck can hold, whatever it runs."""
     nb = nbformat.read(path, as_version=4)
     nb.cells = [next(c for c in nb.cells if c.cell_type == "code")]
-    client = NotebookClient(
-        nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}
-    )
+    client = deck_client(nb, path)
     async with client.async_setup_kernel():
         await client.async_wait_for_reply(client.kc.kernel_info())
         await client.async_execute_cell(nb.cells[0], 0)
