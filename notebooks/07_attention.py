@@ -91,7 +91,7 @@ torch.set_num_threads(1)  # small, latency-bound work: one thread is fastest on 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### The bottleneck, live
 #
-# `rnnenc-dates` is exactly this design, trained by us to rewrite dates in ISO form:
+# `rnnenc-dates` has this bottleneck (Cho et al.'s variant), trained to rewrite dates as ISO:
 
 # %%
 rnnenc = attnlab.load("rnnenc-dates")
@@ -232,7 +232,7 @@ widgets.DecodeStepper()  # the shipped rnnsearch-dates; more models in the model
 # ## Real language: Bahdanau's Fig. 3, ours
 #
 # `rnnsearch-en-fr`, our RNNSearch, on interface strings of 60 open-source packages. A string
-# of the **test split** (neither it nor one a word away from it was in training):
+# of the **test split** (not itself in training):
 
 # %%
 language = load_results()  # measured once over the test split, with the models below
@@ -242,7 +242,8 @@ lecture.held_out_example(rnnsearch_fr, language["word_order"])
 # %% [markdown] slideshow={"slide_type": "notes"}
 # Read it like Bahdanau's Fig. 3: each row is one French output piece, its weights over the
 # English pieces (a word may be several pieces; "##" marks a piece that continues a word). The
-# string is from the test split (neither it nor a string one word away from it was in training)
+# string is from the test split (not itself in training; it has 3 words, and near-twins are only
+# ruled out from 4 words on: "Open selected file" is a training string)
 # and the output is the reference, word for word. French reorders the words: where a later French
 # word looks further left in the English than the word before it, the rows cross: the word-order
 # swap of "selected files" -> "fichiers sélectionnés" (the adjective moves behind the noun). The
@@ -425,6 +426,11 @@ lecture.teacher_forcing(transformer, "3 May 1979", "1979-05-03")
 # token. So the Transformer trains in parallel over positions but still writes one token at a
 # time. An RNN is sequential in both (its state s_t needs s_{t-1} even when the inputs are
 # known). "Shifted right": the input row is the output row moved one place, with <s> in front.
+# The question students always ask, exposure bias: in training the decoder reads the true
+# previous tokens, at test time its own, so an early mistake puts it in states it never saw in
+# training. Remedies: scheduled sampling (Bengio et al. 2015) and sequence-level training
+# (Ranzato et al. 2016); beam search (decode(..., beam=4) in the library) keeps several
+# prefixes and so recovers from some early mistakes.
 # Minutes: 3
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
@@ -445,7 +451,7 @@ lecture.show_source(A.causal_mask, A.masked_softmax, A.mask_scores)
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Edit me: the mask
 #
-# Change the mask and re-run: `mask.T` (only the future), `~mask`, or
+# Change the mask and re-run: `mask.T` (the present and the future), `~mask` (only the future), or
 # `torch.ones(n, n, dtype=torch.bool)` (no mask). How much weight reaches the future?
 
 # %%
@@ -546,26 +552,26 @@ assert torch.allclose(out, mha(x, x, x), atol=1e-6)  # = the library's MultiHead
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Why several heads? Measured
 #
-# One head is one softmax per query: one weighted average, one place to look. With $h$ heads a
-# token can look in $h$ places at once. Switch heads off in every attention of the trained
-# `transformer-dates` (their outputs set to zero before $W^O$):
+# One head is one softmax per query: one weighted average of the values. With $h$ heads a token
+# mixes $h$ averages, each over its own projection. Switch head $k$ off in all 6 attentions of
+# the trained `transformer-dates` at once (its outputs set to zero before $W^O$):
 
 # %%
 lecture.heads_measured()  # lecture.head_study(transformer, n=200), cached: 4 s
 
 # %% [markdown] slideshow={"slide_type": "notes"}
 # With all 4 heads it is right on every fresh date; any one head alone gets almost nothing
-# right (0-1%), and without any one of them it gets only 32-61% right. So the heads are not
-# copies: the work is split among them, and no head can be spared. (Setting a head to zero is a
-# crude probe: the model never saw that; but no single head suffices.) In large trained
-# Transformers many heads can be pruned with little loss (Michel et al. 2019; Voita et al.
-# 2019); in this small model none can. The real-language slides measure what heads do on words.
+# right (0-1%), and without any one of them (head k switched off in all 6 attentions at once) it
+# gets only 32-61% right. So the heads are not copies: the work is split among them. (Setting a
+# head to zero is a crude probe: the model never saw that; but no single head suffices.)
+# Switching off one head in one layer, as Michel et al. 2019 do, costs far less: many heads of
+# large trained Transformers can be pruned with little loss (Michel et al.; Voita et al. 2019). The real-language slides measure what heads do on words.
 # Minutes: 3
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ### German commands: infinitive last
 #
-# `transformer-en-de`, the clearest of 4 heads (last layer), held out:
+# `transformer-en-de`, the clearest of 4 heads (last layer), on a test-split string:
 
 # %%
 transformer_de, verb = attnlab.load("transformer-en-de"), language["verb_final"]
@@ -610,8 +616,8 @@ lecture.self_attention_heads(transformer_de, "Close all tabs", layer=0)
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Attention is not always an explanation
 #
-# Hide one source piece at a time (replace it by `<unk>`) and measure how much the probability
-# of the output piece drops: one measure of what it *depends on*. Beside it, $\alpha$:
+# Hide one source piece at a time (as `<unk>`): how far does the output piece's probability
+# drop? Beside it, $\alpha$ (`rnnsearch-en-fr`; their worst disagreement; 34% agree overall):
 
 # %%
 occlusion = language["alpha_vs_occlusion"]
@@ -645,13 +651,19 @@ widgets.DecodeStepper("transformer-en-fr", text="Show previous version in browse
 # It opens on a string of a package the models never saw (Trac): "Afficher la version
 # précédente dans le navigateur", the reference word for word, with the rows crossing where
 # "previous version" becomes "version précédente". Prepared held-out phrases (from the two
-# held-out packages, none in training nor a word away from a training string): "Delete selected
-# participants", "No revisions found", "View the ticket description", and one honest failure,
-# "Can support motions" (it writes "Peut supporttions de support": a word it has barely seen).
-# Then ask the room for a phrase from the menus they see every day; the line beside the output
-# says whether the phrase (or one a word away) was in training: "Close all tabs" and "Restart
+# held-out packages, none in training; the 3-word ones have one-word neighbours there, such as
+# "Delete selected documents"): "Delete selected participants", "No revisions found", "View the
+# ticket description", and one honest failure, "Can support motions" (it writes "Peut
+# supporttions de support": a word it has barely seen). Then ask the room for a phrase from the
+# menus they see every day; the line beside the output says whether the phrase (or, from 4
+# words on, one a word away from it) was in training: "Close all tabs" and "Restart
 # kernel" were, so they show memory, not generalisation. Nothing is unknown to it: a rare word
-# is written in pieces. The model chooser has the EN->DE Transformer and the EN->FR RNNSearch.
+# is written in pieces. Warn the room first: it learned interface strings, not sentences ("I
+# would like a cup of coffee" comes out as nonsense), and it reads case as written. The model
+# chooser has the EN->DE Transformer (weaker: it loses to a word-by-word dictionary on chrF;
+# "Show hidden files" gives "Verste Dateien anzeigen", "Show Hidden Files" the right
+# "Versteckte Dateien anzeigen", and "Cancel" gives "Verbrechen", crime) and the EN->FR
+# RNNSearch.
 # Minutes: 3
 
 # %% [markdown] slideshow={"slide_type": "slide"}
@@ -710,6 +722,7 @@ lecture.language_table(language)
 # * Koehn, Knowles. [Six challenges for neural machine translation](https://arxiv.org/abs/1706.03872). WNMT 2017.
 # * Ghader, Monz. [What does attention in neural machine translation pay attention to?](https://arxiv.org/abs/1710.03348) IJCNLP 2017.
 # * Rao, McMahan. *Natural Language Processing with PyTorch*, chapter 8. O'Reilly 2019.
+# * Exposure bias: Bengio et al. [Scheduled sampling](https://arxiv.org/abs/1506.03099), NeurIPS 2015; Ranzato et al. [Sequence level training](https://arxiv.org/abs/1511.06732), ICLR 2016.
 # * [Attention? Attention!](https://lilianweng.github.io/lil-log/2018/06/24/attention-attention.html), Lilian Weng; [The Annotated Transformer](http://nlp.seas.harvard.edu/2018/04/03/attention.html).
 #
 # Exercises: `notebooks/07_attention_exercises.ipynb`. Backup slides follow.

@@ -86,7 +86,11 @@ def test_the_verdict_seen_near_twin_or_new():
     assert "Near-twin" in said.line and "'Unable to delete the file'" in said.line
     said = seen.verdict(index, "Unable to open the folder")  # two tokens away: new
     assert (said.kind, said.string) == ("new", None) and said.line.startswith("New")
-    assert seen.verdict(index, "Close all").kind == "new"  # short strings: the same or new
+    assert "nor one word from" in said.line  # 4+ tokens: one-word neighbours were looked for
+    short = seen.verdict(index, "Close all")  # short strings: the same or new
+    assert short.kind == "new"
+    # "Close all tabs" is one word away, but under 4 words that is not looked for: not claimed
+    assert "nor one word" not in short.line and "under 4 words" in short.line
 
 
 def test_a_long_training_string_is_shortened_in_the_line():

@@ -28,7 +28,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from attnlab.text.twins import TwinIndex
+from attnlab.text.twins import MIN_TOKENS, TwinIndex, normalised
 
 __all__ = [
     "KINDS",
@@ -123,6 +123,8 @@ def verdict(index: TwinIndex | SeenUnavailable, text: str) -> Seen:
     if isinstance(index, SeenUnavailable):
         return Seen("unavailable", None, f"Seen in training: unavailable ({index})")
     found = index.find(text)
+    if found is None and len(normalised(text)) < MIN_TOKENS:  # no near-twins below 4 tokens
+        return Seen("new", None, f"New: not in the training split (under {MIN_TOKENS} words)")
     if found is None:
         return Seen("new", None, "New: not in the training split, nor one word from a string in it")
     kind, string = found
