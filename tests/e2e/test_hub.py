@@ -27,6 +27,7 @@ import pwd
 import shutil
 import tempfile
 import threading
+import time
 from pathlib import Path
 
 import course_hub
@@ -44,14 +45,16 @@ EXERCISES = f"{ASSIGNMENT}/07_attention_exercises.ipynb"
 CHECK_CELL = 6  # checks.check_dot_score(dot_score): cells 0-6 are the first exercise
 ACTIVE_CELL_JS = """i => document.querySelectorAll('.jp-Notebook .jp-Cell')[i]
     ?.classList.contains('jp-mod-active')"""
-# A cell is done when it is not code, or its prompt shows an execution count ("[3]:", not
-# "[*]:" or "[ ]:"): the next cell runs only then, so no cell can run before the one above it.
-CELL_DONE_JS = """i => {
+# A cell is done when it is not code, or its prompt shows an execution count ("[3]:"); it is
+# running at "[*]:" and unrun at "[ ]:".  The next cell runs only once this one is done, so no
+# cell can run before the one above it.
+CELL_PROMPT_JS = """i => {
     const cell = document.querySelectorAll('.jp-Notebook .jp-Cell')[i];
-    if (!cell) return false;
-    if (!cell.classList.contains('jp-CodeCell')) return true;
-    const prompt = cell.querySelector('.jp-InputPrompt');
-    return !!prompt && /\\[\\d+\\]/.test(prompt.textContent);
+    if (!cell) return 'absent';
+    if (!cell.classList.contains('jp-CodeCell')) return 'done';
+    const text = cell.querySelector('.jp-InputPrompt')?.textContent || '';
+    if (/\\[\\d+\\]/.test(text)) return 'done';
+    return /\\[\\*\\]/.test(text) ? 'running' : 'unrun';
 }"""
 
 
@@ -82,6 +85,39 @@ def state(page) -> str:
         return f"(no state: {type(err).__name__})"
 
 
+def run_cell(page, index: int, tries: int = 3) -> bool:
+    """Shift+Enter on cell ``index``; True once it shows an execution count.
+
+    Each Shift+Enter runs the active cell and makes the next one active: the press waits for
+    the cell to be active, so that a busy machine cannot make it land before the notebook has
+    focus.  On a machine busy with 4 students a notebook's kernel can still be connecting when
+    the first code cell runs: JupyterLab then clears the cell ("[ ]:", nothing queued), as it
+    would for a student, who presses again; so does this, up to ``tries`` times.  A cell that
+    runs ("[*]:") gets 180 s.
+    """
+    for _ in range(tries):
+        page.wait_for_function(ACTIVE_CELL_JS, arg=index, timeout=60_000)
+        page.keyboard.press("Shift+Enter")
+        deadline = time.monotonic() + 180
+        unrun_since = None
+        while time.monotonic() < deadline:
+            prompt = page.evaluate(CELL_PROMPT_JS, index)
+            if prompt == "done":
+                return True
+            if prompt == "unrun":
+                unrun_since = unrun_since or time.monotonic()
+                if time.monotonic() - unrun_since > 10:
+                    break  # not queued: press again on this cell
+            else:
+                unrun_since = None
+            page.wait_for_timeout(250)
+        else:
+            return False
+        page.locator(".jp-Notebook .jp-Cell").nth(index).locator(".jp-InputPrompt").click()
+        page.keyboard.press("Escape")
+    return False
+
+
 def run_first_exercise(page, hub: Hub, name: str) -> list[str]:
     page.goto(f"{hub.url}/user/{name}/lab/tree/{EXERCISES}")
     page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=120_000)
@@ -89,14 +125,8 @@ def run_first_exercise(page, hub: Hub, name: str) -> list[str]:
     page.locator(".jp-Notebook .jp-Cell").first.click()
     page.keyboard.press("Escape")  # command mode
     for index in range(CHECK_CELL + 1):
-        # Each Shift+Enter runs the active cell and makes the next one active: wait for that,
-        # so that a busy machine cannot make a key press land before the notebook has focus.
-        page.wait_for_function(ACTIVE_CELL_JS, arg=index, timeout=60_000)
-        page.keyboard.press("Shift+Enter")
-        try:
-            page.wait_for_function(CELL_DONE_JS, arg=index, timeout=180_000)
-        except Exception as err:
-            return [f"{name}: cell {index} did not finish ({type(err).__name__}): {state(page)}"]
+        if not run_cell(page, index):
+            return [f"{name}: cell {index} did not finish: {state(page)}"]
     page.wait_for_function(ACTIVE_CELL_JS, arg=CHECK_CELL + 1, timeout=60_000)
     cell = page.locator(".jp-Notebook .jp-Cell").nth(CHECK_CELL)
     cell.locator(".jp-OutputArea-output").first.wait_for(timeout=180_000)
