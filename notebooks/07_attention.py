@@ -256,11 +256,10 @@ lecture.held_out_example(rnnsearch_fr, language["word_order"])
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ### Accuracy against length: Bahdanau's Fig. 2, ours
 #
-# <img src="../pics/seq2seq_attention_length.png" width="65%">
+# <img src="../pics/seq2seq_attention_length.png" width="95%">
 #
-# Digit reversal, each model trained 1000 steps of 128 strings (the model without attention
-# with *more* compute: backup). Without attention accuracy falls with length, as Bahdanau
-# et al. saw on English-French.
+# Left: digits, 1000 steps of 128 strings per model. Right: our English→French models on
+# held-out packages (95% bootstrap intervals). Attention's lead grows with length.
 
 # %% [markdown] slideshow={"slide_type": "notes"}
 # The picture is drawn from the results file of our length experiment, not copied from the paper.
@@ -269,7 +268,13 @@ lecture.held_out_example(rnnsearch_fr, language["word_order"])
 # digits, 8% of 11-20 and none beyond 20, where the paper's RNNencdec degrades gradually in BLEU.
 # Our -30 attention model is near perfect up to 30 digits (0.99 at 21-30), right on half of the
 # strings of 31-40 (0.505) and on none beyond 40: attention does not carry the model past the
-# lengths it has seen (the paper's RNNsearch-30 degrades more gently). Backup: where it breaks.
+# lengths it has seen (the paper's RNNsearch-30 degrades more gently). Backup: where it breaks;
+# the model without attention given more compute is in the backup too.
+# Right: the same two designs on real language, our English→French RNNEncDec and RNNSearch
+# scored on the held-out packages (chrF by English length, sacrebleu's paired bootstrap in each
+# bucket; every gain has p < 0.01). Attention is ahead by 4.2 chrF on 1-3 words and by 8-10 from
+# 4 words on, where the model without attention keeps falling: Bahdanau's picture, on strings
+# no model has seen. On the in-domain test split: +3.6, +5.5, +8.8, +9.8.
 # Minutes: 3
 
 # %% [markdown] slideshow={"slide_type": "slide"}

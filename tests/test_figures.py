@@ -229,8 +229,45 @@ def test_length_figure_draws_the_four_curves_with_the_lectures_names():
     )
     assert lines["RNNSearch (attention, trained ≤ 30)"].get_linestyle() == "--"
     assert lines["RNNSearch (attention, trained ≤ 40)"].get_linestyle() == "-"
-    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    # the legend sits below the axes, on the figure, where it hides no point
+    assert ax.get_legend() is None
+    legend = [t.get_text() for t in fig.legends[0].get_texts()]
     assert "RNNEncDec (no attention, trained ≤ 30)" in legend
+
+
+def test_length_picture_shows_real_language_beside_the_digits():
+    def bucket(ours: float, theirs: float, n: int = 50) -> dict:
+        chrf = lambda score: {"chrf": {"score": score, "mean": score, "ci": 2.0}}  # noqa: E731
+        return {"n": n, "systems": {"search": chrf(ours), "enc": chrf(theirs)}}
+
+    by_length = {
+        "systems": ["search", "enc"],
+        "baseline": "enc",
+        "splits": {"unseen": {"1-3": bucket(40, 36), "4-6": bucket(38, 30), "11+": bucket(35, 20)}},
+    }
+    from attnlab.experiments.length import load_results
+
+    fig = figures.seq2seq_attention_length(load_results(), by_length)
+    real = fig.axes[1]
+    gains = sorted(t.get_text() for t in real.texts)
+    assert gains == ["+15.0", "+4.0", "+8.0"]
+    assert [t.get_text() for t in real.get_xticklabels()] == ["1-3", "4-6", "11+"]
+    low, high = real.get_ylim()
+    assert low <= 18 and high >= 42  # every interval inside the axes
+
+
+def test_shipped_length_picture_holds_the_stored_real_language_gains():
+    from attnlab.experiments.language import load_results
+
+    stored = load_results()["attention_by_length"]["splits"]["unseen"]
+    fig = figures.seq2seq_attention_length()
+    shown = [t.get_text() for t in fig.axes[1].texts]
+    assert len(shown) == len(stored) == 4
+    for text, row in zip(shown, stored.values(), strict=True):
+        search, enc = (
+            row["systems"][m]["chrf"]["score"] for m in ("rnnsearch-en-fr", "rnnenc-en-fr")
+        )
+        assert float(text) == pytest.approx(search - enc, abs=0.051)
 
 
 def test_length_picture_has_the_four_shipped_models():

@@ -9,6 +9,7 @@ import os
 import pytest
 
 from attnlab.training.report import (
+    bootstrap_by_length,
     chrf_by_length,
     corpus_scores,
     exact_match,
@@ -107,6 +108,26 @@ def test_chrf_by_length_scores_each_bucket_on_its_own_sentences():
     r = report(SOURCES, REFERENCES, {"copy": COPY}, "copy")
     by_length = r["systems"]["copy"]["chrf_by_length"]
     assert [by_length[b]["n"] for b in by_length] == [4, 4, 2, 2]  # PAIRS' English lengths
+
+
+def test_bootstrap_by_length_tests_each_bucket_on_its_own_sentences():
+    # "better" is perfect on the short strings (1-6 words) and copies the long ones: better
+    # than copying in the short buckets, the same as copying in the long ones
+    short = [len(s.split()) <= 6 for s in SOURCES]
+    better = [r if keep else s for s, r, keep in zip(SOURCES, REFERENCES, short, strict=True)]
+    found = bootstrap_by_length(SOURCES, REFERENCES, {"copy": COPY, "better": better}, "copy")
+    assert {b: found[b]["n"] for b in found} == {"1-3": 4, "4-6": 4, "7-10": 2, "11+": 2}
+    for bucket in ("1-3", "4-6"):
+        chrf = found[bucket]["systems"]["better"]["chrf"]
+        assert chrf["score"] == 100.0 and chrf["p_value"] < 0.05
+        assert found[bucket]["systems"]["copy"]["chrf"]["p_value"] is None  # the baseline
+    for bucket in ("7-10", "11+"):
+        ours, theirs = (found[bucket]["systems"][n]["chrf"] for n in ("better", "copy"))
+        # the same outputs: the same score and resamples (sacrebleu's p-value for identical
+        # systems is 1 / (n_samples + 1), see paired_bootstrap)
+        assert (ours["score"], ours["mean"]) == (theirs["score"], theirs["mean"])
+    one = bootstrap_by_length(SOURCES[:1], REFERENCES[:1], {"copy": COPY[:1]}, "copy")
+    assert list(one) == ["1-3"]  # a bucket with no sentence is left out
 
 
 def test_placeholders_are_taken_out_whole():

@@ -16,6 +16,8 @@ the measurements of the modules beside this one; every example comes from the co
   German verb moved to the end, rare words written in parts or looked up;
 * the roles of the encoder's self-attention heads (:mod:`attnlab.experiments.encoder_heads`);
 * alpha against occlusion (:mod:`attnlab.experiments.attribution`);
+* :func:`attention_by_length`: RNNSearch against RNNEncDec by English length (Fig. 2 on real
+  language), with the paired bootstrap in each bucket;
 * :func:`table2`: our test BLEU and training minutes beside Vaswani et al.'s Table 2.
 """
 
@@ -33,9 +35,9 @@ from attnlab.models.threads import torch_threads
 from attnlab.text.corpus import LANGS, load_corpus
 from attnlab.training.checkpoints import load, load_card
 from attnlab.training.evaluate import Dictionary, copy_baseline, signatures, translate_all
-from attnlab.training.report import report
+from attnlab.training.report import bootstrap_by_length, report
 
-__all__ = ["evaluation", "run", "scores", "table2"]
+__all__ = ["attention_by_length", "evaluation", "run", "scores", "table2"]
 
 
 # --------------------------------------------------------------------------- scores
@@ -54,6 +56,26 @@ def evaluation(directory: Path | str | None = None) -> dict:
             systems["dictionary"] = dictionary.translate_all(src)
             systems["copy"] = copy_baseline(src)
             out.setdefault(f"en-{lang}", {})[split] = report(src, ref, systems, "dictionary")
+    return out
+
+
+#: Bahdanau et al.'s Fig. 2 on real language: the model with attention against the one
+#: without, on English->French (the language with both RNN models).
+LENGTH_PAIR = ("rnnsearch-en-fr", "rnnenc-en-fr")
+
+
+def attention_by_length(directory: Path | str | None = None) -> dict:
+    """BLEU and chrF of RNNSearch and RNNEncDec (EN->FR) in each bucket of the English length,
+    on both test splits, with sacrebleu's paired bootstrap (RNNEncDec the baseline): how
+    attention's gain grows with the length on real language, beside the digit curves."""
+    corpus = load_corpus("fr")
+    attention, none = (load(name, directory) for name in LENGTH_PAIR)
+    out: dict = {"systems": list(LENGTH_PAIR), "baseline": LENGTH_PAIR[1], "splits": {}}
+    for split in ("test", "unseen"):
+        src, ref = [en for en, _ in corpus[split]], [t for _, t in corpus[split]]
+        systems = {LENGTH_PAIR[0]: translate_all(attention, src)}
+        systems[LENGTH_PAIR[1]] = translate_all(none, src)
+        out["splits"][split] = bootstrap_by_length(src, ref, systems, LENGTH_PAIR[1])
     return out
 
 
@@ -117,6 +139,7 @@ def run(directory: Path | str | None = None, out: Path | str | None = None) -> d
                 for name in ("transformer-en-de", "transformer-en-fr")
             },
             "alpha_vs_occlusion": alpha_vs_occlusion(shipped("rnnsearch-en-fr")),
+            "attention_by_length": attention_by_length(directory),
             "table2": table2(s["models"]),
         }
     path = Path(out) if out is not None else RESULTS_FILE

@@ -13,9 +13,16 @@ from matplotlib.ticker import NullLocator
 
 from attnlab.pictures.canvas import new_figure, shown_figure, slide_figure
 from attnlab.pictures.heatmaps import still_heatmap
-from attnlab.pictures.typography import TYPE, literal
+from attnlab.pictures.typography import TYPE, TypeSizes, literal
 
-__all__ = ["length_curves", "length_figure", "timings", "head_grid", "mask_and_weights"]
+__all__ = [
+    "length_curves",
+    "length_figure",
+    "real_language_by_length",
+    "timings",
+    "head_grid",
+    "mask_and_weights",
+]
 
 
 # --------------------------------------------------------------------------- experiment curves
@@ -83,6 +90,9 @@ def _train_ranges(config: dict, models: dict) -> list[tuple[float, float, str]]:
     return [(lo, hi, label) for (lo, hi), label in found.items()]
 
 
+#: Type for static pictures with room to spare (px at the shown size): 22 px ticks and labels.
+HALL_TYPE = TypeSizes(tick=22.0, label=22.0, title=24.0, caption=22.0, table=22.0)
+
 #: The lecture's names of the model kinds in the length experiment.
 KIND_NAMES = {"rnnencdec": "RNNEncDec", "rnnsearch": "RNNSearch"}
 #: Colour by attention, line style by training lengths (as Bahdanau et al.'s Fig. 2).
@@ -100,18 +110,29 @@ def _length_label(name: str, info: dict) -> str:
 
 
 def length_figure(
-    results: dict, shown_width_px: float = 845, metric: str = "exact_match"
+    results: dict,
+    shown_width_px: float = 845,
+    metric: str = "exact_match",
+    by_length: dict | None = None,
 ) -> Figure:
     """The length experiment as Bahdanau et al.'s Fig. 2: every model's curve, named for the lecture.
 
     Attention in blue, none in vermillion; trained on the longest lengths solid, on shorter
-    ones dashed; the lengths beyond the shorter training range shaded.  Sized so that its
-    text is :data:`TYPE` on the slide when shown ``shown_width_px`` wide.
+    ones dashed; the lengths beyond the shorter training range shaded; the legend below the
+    axes, where it hides no point.  With ``by_length`` (the ``attention_by_length`` of the
+    real-language results) a second panel beside it: the same two designs on English->French
+    by English length (:func:`real_language_by_length`).  Sized so that its text is
+    :data:`TYPE` on the slide when shown ``shown_width_px`` wide.
     """
     width = 12.0
-    fig, sizes = shown_figure(width, 6.0, shown_width_px)
+    fig, sizes = shown_figure(width, 5.4 if by_length else 6.0, shown_width_px)
+    if by_length:  # a static picture: the hall's larger type fits
+        sizes = HALL_TYPE.at(width, shown_width_px)
     fig.patch.set_facecolor("white")
-    ax = fig.add_subplot()
+    if by_length:
+        ax, real = fig.subplots(1, 2, width_ratios=[1.55, 1])
+    else:
+        ax, real = fig.add_subplot(), None
     length_curves(results, metric=metric, ax=ax, sizes=sizes)
     infos = (results.get("config") or {}).get("models") or {}
     longest = max(
@@ -133,9 +154,68 @@ def length_figure(
         if lengths and longest is not None and lengths[1] < longest:
             line.set_linestyle("--")
             line.set_marker("s")
-    ax.legend(fontsize=sizes.label, loc="center left", framealpha=0.95)
-    ax.set_title("Exact match against input length (reverse a digit string)", fontsize=sizes.title)
+    ax.get_legend().remove()
+    handles, labels = ax.get_legend_handles_labels()
+    fig.legend(
+        handles, labels, fontsize=sizes.label, loc="outside lower center", ncols=2, frameon=False
+    )
+    if real is None:
+        ax.set_title(
+            "Exact match against input length (reverse a digit string)", fontsize=sizes.title
+        )
+        return fig
+    ax.set_title("Reversing digit strings", fontsize=sizes.title)
+    real_language_by_length(by_length, real, sizes)
     return fig
+
+
+def real_language_by_length(by_length: dict, ax, sizes, split: str = "unseen") -> None:
+    """RNNSearch against RNNEncDec on English->French, chrF by English length (words), on
+    ``split`` (default: the held-out packages), each point with sacrebleu's 95% interval and
+    attention's gain written above it."""
+    buckets = by_length["splits"][split]
+    names = list(buckets)
+    x = np.arange(len(names))
+    attention, none = by_length["systems"]
+    for name, kind in ((none, "rnnencdec"), (attention, "rnnsearch")):
+        chrf = [buckets[b]["systems"][name]["chrf"] for b in names]
+        ax.errorbar(
+            x,
+            [c["score"] for c in chrf],
+            yerr=[c["ci"] for c in chrf],
+            color=KIND_COLOURS[kind],
+            marker="o",
+            lw=3.0,
+            ms=9,
+            capsize=6,
+            elinewidth=2,
+        )
+    for i, b in enumerate(names):
+        top = buckets[b]["systems"][attention]["chrf"]
+        a, n = top["score"], buckets[b]["systems"][none]["chrf"]["score"]
+        ax.annotate(
+            f"+{a - n:.1f}" if a >= n else f"{a - n:.1f}",
+            (i, a + top["ci"]),
+            xytext=(0, 4),
+            textcoords="offset points",
+            ha="center",
+            fontsize=sizes.label,
+            color=KIND_COLOURS["rnnsearch"],
+        )
+    ax.set_xticks(x, names)
+    ax.set_xlim(-0.4, len(names) - 0.6)
+    ends = [
+        (c["score"] - c["ci"], c["score"] + c["ci"])
+        for b in names
+        for c in (buckets[b]["systems"][m]["chrf"] for m in (attention, none))
+    ]
+    low, high = min(lo for lo, _ in ends), max(hi for _, hi in ends)
+    ax.set_ylim(5 * math.floor(low / 5) - 1, high + 0.22 * (high - low))  # room for the gains
+    ax.tick_params(labelsize=sizes.tick)
+    ax.set_xlabel("English length (words)", fontsize=sizes.label)
+    ax.set_ylabel("chrF", fontsize=sizes.label)
+    ax.set_title("English→French, held out", fontsize=sizes.title)
+    ax.grid(alpha=0.3)
 
 
 # --------------------------------------------------------------------------- timings

@@ -42,6 +42,7 @@ __all__ = [
     "PLACEHOLDER",
     "TOKEN",
     "chrf_by_length",
+    "bootstrap_by_length",
     "corpus_scores",
     "exact_match",
     "kept_share",
@@ -151,6 +152,34 @@ def chrf_by_length(
         }
         for name, (hyps, refs) in found.items()
     }
+
+
+def bootstrap_by_length(
+    sources: Sequence[str],
+    references: Sequence[str],
+    systems: Mapping[str, Sequence[str]],
+    baseline: str,
+) -> dict[str, dict]:
+    """:func:`paired_bootstrap` inside each :data:`BUCKETS` bucket of the English length:
+    ``{bucket: {"n": ..., "systems": {name: {"bleu": {...}, "chrf": {...}}}}}``, each score
+    with sacrebleu's 95% interval (``ci``) and its p-value against ``baseline``; a bucket with
+    no sentence is left out.  Bahdanau et al.'s Fig. 2 asks this of a model with attention
+    against one without: does the gap grow with the length?"""
+    _check(sources, references)
+    for name, outputs in systems.items():
+        _check_outputs(outputs, len(sources), name)
+    rows: dict[str, list[int]] = {name: [] for name, _, _ in BUCKETS}
+    for i, source in enumerate(sources):
+        rows[length_bucket(len(source.split()))].append(i)
+    out = {}
+    for bucket, picked in rows.items():
+        if not picked:
+            continue
+        refs = [references[i] for i in picked]
+        chosen = {name: [outputs[i] for i in picked] for name, outputs in systems.items()}
+        test = paired_bootstrap(refs, chosen, baseline)
+        out[bucket] = {"n": len(picked), "systems": test["systems"]}
+    return out
 
 
 def without_placeholders(text: str) -> str:

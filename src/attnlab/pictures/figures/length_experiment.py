@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from matplotlib.figure import Figure
 
-from attnlab.experiments import length
+from attnlab.experiments import language, length
 from attnlab.pictures import plots
 from attnlab.pictures.figures.shown import shown_width_px
 
@@ -16,18 +16,24 @@ class FigureUnavailable(RuntimeError):
     """A picture that cannot be drawn here (its data or the module drawing it is missing)."""
 
 
-def seq2seq_attention_length(results: dict | None = None) -> Figure:
-    """Our length experiment: exact match against input length, the four models we trained.
+def seq2seq_attention_length(results: dict | None = None, by_length: dict | None = None) -> Figure:
+    """Our length experiment: exact match against input length, the four models we trained,
+    beside RNNSearch against RNNEncDec on English->French by English length.
 
     With and without attention, trained on lengths up to 60 and up to 30, drawn by
     :func:`attnlab.pictures.plots.length_figure`.  ``results`` defaults to
-    :func:`attnlab.experiments.length.load_results` (the stored results in
-    ``src/attnlab/results/``); raises :class:`FigureUnavailable` when they are missing or
+    :func:`attnlab.experiments.length.load_results`, ``by_length`` to the
+    ``attention_by_length`` of :func:`attnlab.experiments.language.load_results` (both stored
+    in ``src/attnlab/results/``); raises :class:`FigureUnavailable` when they are missing or
     damaged.
     """
-    if results is None:
-        try:
+    try:
+        if results is None:
             results = length.load_results()
-        except (FileNotFoundError, ValueError) as err:
-            raise FigureUnavailable(f"no stored length-experiment results ({err})") from err
-    return plots.length_figure(results, shown_width_px("seq2seq_attention_length"))
+        if by_length is None:
+            by_length = language.load_results()["attention_by_length"]
+    except (FileNotFoundError, ValueError, KeyError) as err:
+        raise FigureUnavailable(f"no stored length-experiment results ({err})") from err
+    return plots.length_figure(
+        results, shown_width_px("seq2seq_attention_length"), by_length=by_length
+    )

@@ -11,7 +11,7 @@ __all__ = ["SHOWN_WIDTH", "CONTENT_WIDTH_PX", "shown_width_px"]
 SHOWN_WIDTH: dict[str, int] = {
     "seq2seq_lite": 90,
     "seq2seq_attention": 90,
-    "seq2seq_attention_length": 65,
+    "seq2seq_attention_length": 95,
     "wavenet": 95,
     "transformer_overview": 100,
     "transformer_attention": 80,
