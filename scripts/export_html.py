@@ -66,10 +66,12 @@ ASSETS = [
 ]
 SKIP = shutil.ignore_patterns("*.map", "*.esm.js", "embed-amd.js", "libembed-amd.js", "*.txt")
 
-# The stock reveal template, with two changes: it no longer imports mermaid.js from a CDN (the
-# deck has no mermaid diagrams), and MathJax does not break formulas across lines (its automatic
-# line breaks split a fraction from its left-hand side); and the slideshow's rise.css (the
-# notebook's folder) is inlined, so the export shows the type sizes of the slideshow.
+# The stock reveal template, with these changes: it no longer imports mermaid.js from a CDN
+# (the deck has no mermaid diagrams); MathJax does not break formulas across lines (its
+# automatic line breaks split a fraction from its left-hand side); a code cell whose input
+# JupyterLab hides (jupyter.source_hidden) shows its outputs only, as in the slideshow; and the
+# slideshow's rise.css (the notebook's folder) is inlined, so the export shows the type sizes of
+# the slideshow.
 TEMPLATE = "attnlab_offline_slides.html.j2"
 TEMPLATE_SOURCE = r"""{%- extends 'index.html.j2' -%}
 {%- block html_head_js_mermaidjs -%}{%- endblock html_head_js_mermaidjs -%}
@@ -93,6 +95,11 @@ if (window.MathJax) {
 }
 </script>
 {%- endblock html_head_js_mathjax -%}
+{%- block input_group -%}
+{%- if not cell.metadata.get('jupyter', {}).get('source_hidden', False) -%}
+{{ super() }}
+{%- endif -%}
+{%- endblock input_group -%}
 {%- block html_head_css -%}
 {%- if resources.attnlab_css -%}
 <style type="text/css">

@@ -253,11 +253,25 @@ def open_deck(page, hub: Hub, name: str) -> None:
     page.wait_for_timeout(3000)  # the kernel session starts; restarting it too soon fails
 
 
-def run_deck(page) -> float:
-    """Restart the kernel and run every cell (the toolbar's button); the seconds it took."""
+def saved_deck(page, hub: Hub, name: str):
+    """A function that reads the user's deck as their server holds it (the contents API, from
+    their page: their cookie)."""
+
+    def read() -> dict:
+        url = f"{hub.url}/user/{name}/api/contents/{DECK}?content=1"
+        response = page.request.get(url, timeout=60_000)
+        assert response.ok, f"{name}: GET {DECK}: {response.status} {response.text()[:300]}"
+        return response.json()["content"]
+
+    return read
+
+
+def run_deck(page, saved=None) -> tuple[float, dict | None]:
+    """Restart the kernel and run every cell (the toolbar's button): the seconds it took and,
+    with ``saved`` (:func:`saved_deck`), the notebook saved after the run."""
     start = time.monotonic()
-    restart_and_run_all(page)
-    return time.monotonic() - start
+    ran = restart_and_run_all(page, saved)
+    return time.monotonic() - start, ran
 
 
 def first_slider(page) -> slides.Control | None:

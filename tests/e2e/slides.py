@@ -85,6 +85,8 @@ MAX_LABELLED_TOKENS = 40  # heatmaps up to this many keys or queries label every
 LATENCY_MOVES = 5  # slider moves timed per slider in the slideshow
 LATENCY_TARGET_MS = 100.0  # the target for the median (benchmarks print the verdict)
 FIT_TOLERANCE_PX = 1.0  # sub-pixel rounding of the layout
+MAX_CODE_LINES = 8  # lines of a code input the room reads on a main-path slide
+SLIDE_SIZE = (1280, 720)  # the projector's px
 
 
 @dataclass(frozen=True)
@@ -100,6 +102,15 @@ class Deck:
     # How many widget cells have a slider, checkbox or toggle (None: at least one, when the
     # deck has widget cells; a widget may have only a text box or a dropdown).
     controlled_widgets: int | None = None
+    # Code the room must read: on the main path (the slides before the one titled
+    # backup_title) at most max_code_slides slides show a code input (None: not counted), each
+    # input at most MAX_CODE_LINES lines but on the slides built to show more (long_code).
+    backup_title: str | None = None
+    max_code_slides: int | None = None
+    long_code: tuple[str, ...] = ()
+    # Main-path slides whose content leaves half of the screen empty (below its middle, or
+    # half its width): the slide titles built to (the fixture's); None: not checked.
+    sparse: tuple[str, ...] | None = None
 
     @property
     def name(self) -> str:
@@ -112,7 +123,9 @@ class Deck:
         return len(code_cells(self.notebook(), self.widget_cell))
 
 
-LECTURE = Deck(DECK, WIDGET_CALL.pattern)
+LECTURE = Deck(
+    DECK, WIDGET_CALL.pattern, backup_title="Backup slides", max_code_slides=8, sparse=()
+)
 MINI = Deck(
     FIXTURE,
     r"fixture-(?:stepper|explorer)",
@@ -122,6 +135,8 @@ MINI = Deck(
     bad_pictures=("A picture shown too small",),
     dead_offline=(r"fixture-explorer",),
     controlled_widgets=2,
+    long_code=("Too much code to read",),
+    sparse=("Pre-rendered frames", "Too small to read", "A picture shown too small", "The end"),
 )
 
 
@@ -189,6 +204,21 @@ const textOf = (el) => {
     out += parent.matches('script') ? '$' + n.textContent + '$' : n.textContent;
   }
   return out.replace(/\u00b6/g, '').replace(/\u200b/g, '').replace(/\s+/g, ' ').trim();
+};
+"""
+
+# A code cell's source: its editor's text where the input is shown; where it is hidden
+# (``jupyter.source_hidden``: JupyterLab's placeholder in RISE, nothing in the export) the
+# notebook's own, found by the cell's index in RISE (data-windowed-list-index) or its id in the
+# export (id="cell-id=..."): :func:`use_sources` puts the notebook's sources into the page.
+_SOURCE_OF = r"""
+const sourceOf = (cell) => {
+  const editor = cell.querySelector('.jp-InputArea-editor');
+  if (editor) return editor.textContent;
+  const known = window.__attnlabSources || {index: [], id: {}};
+  const i = cell.dataset.windowedListIndex;
+  if (i !== undefined && known.index[+i] !== undefined) return known.index[+i];
+  return known.id[(cell.id || '').replace(/^cell-id=/, '')] || '';
 };
 """
 
@@ -331,6 +361,7 @@ async (seen) => {{
 # chosen): the first words of their cell's source.
 EMPTY_WIDGETS_JS = f"""
 (pattern) => {{
+  {_SOURCE_OF}
   const p = {_SLIDE};
   if (!p) return [];
   const shown = {_SHOWN};
@@ -338,13 +369,54 @@ EMPTY_WIDGETS_JS = f"""
   const out = [];
   for (const cell of p.querySelectorAll('.jp-CodeCell')) {{
     if (cell.closest('aside.notes') || !shown(cell)) continue;
-    const source = (cell.querySelector('.jp-InputArea') || {{textContent: ''}}).textContent;
+    const source = sourceOf(cell);
     if (!call.test(source)) continue;
     const pictures = Array.from(cell.querySelectorAll('.jp-OutputArea-output img'))
       .filter(img => shown(img) && img.naturalWidth > 0 && img.getBoundingClientRect().height > 0);
     if (!pictures.length) out.push(source.trim().slice(0, 60));
   }}
   return out;
+}}
+"""
+
+# The code inputs the present slide shows (hidden ones are not): their lines (CodeMirror's in
+# RISE, the highlighted <pre>'s in the export) and first words.
+INPUTS_JS = f"""
+() => {{
+  const p = {_SLIDE};
+  if (!p) return [];
+  const shown = {_SHOWN};
+  return Array.from(p.querySelectorAll('.jp-CodeCell .jp-InputArea'))
+    .filter(a => !a.closest('aside.notes') && shown(a) && a.getBoundingClientRect().height > 0)
+    .map(a => {{
+      const editor = a.querySelectorAll('.cm-line').length;
+      const pre = a.querySelector('pre');
+      const lines = editor || (pre ? pre.textContent.replace(/\\n+$/, '').split('\\n').length : 0);
+      return {{lines, text: a.textContent.replace(/\\s+/g, ' ').trim().slice(0, 50)}};
+    }});
+}}
+"""
+
+# The box the present slide's shown content spans (every shown input, output and markdown
+# part, as FIT_JS measures them; the slide's title included), in px of the screen.
+FILL_JS = f"""
+() => {{
+  const p = {_SLIDE};
+  if (!p) return null;
+  const shown = {_SHOWN};
+  const box = {{top: Infinity, bottom: -Infinity, left: Infinity, right: -Infinity}};
+  const parts = Array.from(p.querySelectorAll(
+      '.jp-MarkdownOutput > *, .jp-InputArea, .jp-OutputArea-output'))
+    .filter(e => !e.closest('aside.notes') && shown(e));
+  for (const part of parts) {{
+    for (const e of [part, ...part.querySelectorAll('*')]) {{
+      const r = e.getBoundingClientRect();
+      if (r.width === 0 || r.height === 0 || !shown(e)) continue;
+      box.top = Math.min(box.top, r.top); box.bottom = Math.max(box.bottom, r.bottom);
+      box.left = Math.min(box.left, r.left); box.right = Math.max(box.right, r.right);
+    }}
+  }}
+  return box.bottom > box.top ? box : null;
 }}
 """
 
@@ -377,6 +449,7 @@ SHOWN_TEXT_JS = f"""
 CONTROLS_JS = f"""
 (kinds) => {{
   {_TEXT_OF}
+  {_SOURCE_OF}
   const p = {_SLIDE};
   if (!p) return [];
   const shown = {_SHOWN};
@@ -389,7 +462,7 @@ CONTROLS_JS = f"""
   const out = [];
   for (const cell of p.querySelectorAll('.jp-CodeCell')) {{
     if (cell.closest('aside.notes') || !shown(cell)) continue;
-    const source = (cell.querySelector('.jp-InputArea') || {{textContent: ''}}).textContent;
+    const source = sourceOf(cell);
     for (const kind of kinds) {{
       for (const c of cell.querySelectorAll('.jp-OutputArea-output ' +
                                             selectors[kind].split(', ').join(', .jp-OutputArea-output '))) {{
@@ -447,24 +520,30 @@ MATH_COUNT_JS = """
 """
 
 # Every notebook cell in document order, with what the checks need to know about it.
-CELLS_JS = """
-() => Array.from(document.querySelectorAll('.jp-Cell')).map(c => {
-  const outputs = mime => Array.from(c.querySelectorAll(
-    mime.map(m => `.jp-OutputArea-output[data-mime-type="${m}"]`).join(', ')))
-    .map(e => e.textContent);
-  return {
-    code: c.classList.contains('jp-CodeCell'),
-    source: (c.querySelector('.jp-CodeCell .jp-InputArea-editor') || {textContent: ''}).textContent,
-    prompt: (c.querySelector('.jp-InputPrompt') || {textContent: ''}).textContent.trim(),
-    inNotes: !!c.closest('aside.notes'),
-    visible: c.checkVisibility({opacityProperty: true, visibilityProperty: true}),
-    stderr: outputs(['application/vnd.jupyter.stderr']),
-    plain: outputs(['text/plain', 'application/vnd.jupyter.stdout']),
-    widgetOutputs: outputs(['application/vnd.jupyter.widget-view+json']).length,
-    widgets: c.querySelectorAll('.jp-OutputArea-output .jupyter-widgets').length,
-    text: c.textContent.slice(0, 2000),
-  };
-})
+CELLS_JS = f"""
+() => {{
+  {_SOURCE_OF}
+  return Array.from(document.querySelectorAll('.jp-Cell')).map(c => {{
+    const outputs = mime => Array.from(c.querySelectorAll(
+      mime.map(m => `.jp-OutputArea-output[data-mime-type="${{m}}"]`).join(', ')))
+      .map(e => e.textContent);
+    const code = c.classList.contains('jp-CodeCell');
+    return {{
+      code,
+      source: code ? sourceOf(c) : '',
+      inputShown: !!c.querySelector('.jp-InputArea'),
+      prompt: (c.querySelector('.jp-InputArea .jp-InputPrompt') || {{textContent: ''}})
+        .textContent.trim(),
+      inNotes: !!c.closest('aside.notes'),
+      visible: c.checkVisibility({{opacityProperty: true, visibilityProperty: true}}),
+      stderr: outputs(['application/vnd.jupyter.stderr']),
+      plain: outputs(['text/plain', 'application/vnd.jupyter.stdout']),
+      widgetOutputs: outputs(['application/vnd.jupyter.widget-view+json']).length,
+      widgets: c.querySelectorAll('.jp-OutputArea-output .jupyter-widgets').length,
+      text: c.textContent.slice(0, 2000),
+    }};
+  }});
+}}
 """
 
 # The visible pictures inside one cell, as SHA-1 digests of their bytes (src + content).
@@ -603,6 +682,10 @@ class Walk:
     bad_pictures: dict[int, tuple[dict, list[str]]] = field(default_factory=dict)
     records: dict[str, dict | None] = field(default_factory=dict)  # digest -> its record
     pictures_checked: int = 0
+    # slide index -> (the slide, the code inputs it shows: INPUTS_JS's, each once)
+    code: dict[int, tuple[dict, list[dict]]] = field(default_factory=dict)
+    # slide index -> (the slide, the box its content spans at its fullest step: FILL_JS's)
+    fill: dict[int, tuple[dict, dict]] = field(default_factory=dict)
 
     def overflow_report(self) -> str:
         if not self.overflows:
@@ -666,6 +749,18 @@ def where_step(slide: dict) -> str:
 # ---------------------------------------------------------------------------- python helpers
 def present(page) -> dict | None:
     return page.evaluate(PRESENT_JS)
+
+
+def use_sources(page, nb: dict) -> None:
+    """Give the page's scripts the notebook's sources (``sourceOf``), now and after every
+    navigation: a hidden input shows none."""
+    sources = ["".join(c["source"]) if isinstance(c["source"], list) else c["source"]
+               for c in nb["cells"]]  # fmt: skip
+    ids = [c.get("id", "") for c in nb["cells"]]
+    known = {"index": sources, "id": dict(zip(ids, sources, strict=True))}
+    script = f"window.__attnlabSources = {json.dumps(known)};"
+    page.add_init_script(script)
+    page.evaluate(f"() => {{ {script} }}")
 
 
 def cells(page) -> list[dict]:
@@ -851,6 +946,17 @@ def check_step(page, walk: Walk, state: dict, label: str = "") -> None:
         walk.scaffolding.setdefault(state["index"], (state, set()))[1].update(markers)
     check_type(page, walk, state, where)
     check_pictures(page, walk, state, where)
+    shown_code = walk.code.setdefault(state["index"], (state, []))[1]
+    shown_code += [i for i in page.evaluate(INPUTS_JS) if i not in shown_code]
+    box = page.evaluate(FILL_JS)
+    if box:
+        _, before = walk.fill.setdefault(state["index"], (state, dict(box)))
+        before.update(
+            top=min(before["top"], box["top"]),
+            bottom=max(before["bottom"], box["bottom"]),
+            left=min(before["left"], box["left"]),
+            right=max(before["right"], box["right"]),
+        )
     for source in page.evaluate(EMPTY_WIDGETS_JS, WIDGET_CALL.pattern):
         problem = f"{where}: the widget of {source!r} shows no picture"
         if problem not in walk.problems:
@@ -1109,6 +1215,84 @@ def readability_problems(result: Walk, deck: Deck) -> list[str]:
     if not result.pictures_checked and (deck.bad_pictures or deck.expected_widgets()):
         problems.append("no picture was measured on any slide")
     return problems
+
+
+def code_problems(result: Walk, deck: Deck) -> list[str]:
+    """Main-path slides showing more code than the room reads: an input over MAX_CODE_LINES
+    lines where the deck is not built to show one, more than ``max_code_slides`` slides with
+    code; and each slide built to show too much that the check did not catch."""
+    slides = sorted(result.code.values(), key=lambda found: found[0]["index"])
+    backup = [
+        s["index"] for s, _ in slides if deck.backup_title and s["title"] == deck.backup_title
+    ]
+    main = [(s, inputs) for s, inputs in slides if not backup or s["index"] < backup[0]]
+    problems, caught = [], set()
+    for slide, inputs in main:
+        for i in inputs:
+            if i["lines"] <= MAX_CODE_LINES:
+                continue
+            caught.add(slide["title"])
+            if slide["title"] not in deck.long_code:
+                problems.append(f"{where_slide(slide)}: {i['lines']} lines of code: {i['text']!r}")
+    problems += [f"{t!r} is built to show too much code; the check found none"
+                 for t in deck.long_code if t not in caught]  # fmt: skip
+    with_code = [where_slide(s) for s, inputs in main if inputs]
+    if deck.max_code_slides is not None and len(with_code) > deck.max_code_slides:
+        problems.append(
+            f"{len(with_code)} main-path slides show code (at most {deck.max_code_slides}): "
+            + "; ".join(with_code)
+        )
+    if deck.backup_title and not backup:
+        problems.append(f"no slide titled {deck.backup_title!r}: where does the backup begin?")
+    return problems
+
+
+def fill_problems(result: Walk, deck: Deck) -> list[str]:
+    """Main-path slides whose content ends above the middle of the screen or spans less than
+    half its width, but those the deck is built to leave sparse; and each of those the check
+    did not catch."""
+    if deck.sparse is None:
+        return []
+    W, H = SLIDE_SIZE
+    found = sorted(result.fill.values(), key=lambda f: f[0]["index"])
+    backup = [s["index"] for s, _ in found if deck.backup_title and s["title"] == deck.backup_title]
+    problems, caught = [], set()
+    for slide, box in found:
+        if backup and slide["index"] >= backup[0]:
+            continue
+        empty = []
+        if box["bottom"] < H / 2:
+            empty.append(f"nothing below y = {box['bottom']:.0f} px")
+        if box["right"] - box["left"] < W / 2:
+            empty.append(f"{box['right'] - box['left']:.0f} px wide")
+        if not empty:
+            continue
+        caught.add(slide["title"])
+        if slide["title"] not in deck.sparse:
+            problems.append(
+                f"{where_slide(slide)} leaves half the screen empty: " + ", ".join(empty)
+            )
+    problems += [f"{t!r} is built to leave half the screen empty; the check found nothing"
+                 for t in deck.sparse if t not in caught]  # fmt: skip
+    return problems
+
+
+def fill_report(result: Walk) -> str:
+    lines = []
+    for slide, box in sorted(result.fill.values(), key=lambda f: f[0]["index"]):
+        size = f"{box['right'] - box['left']:.0f} x {box['bottom'] - box['top']:.0f} px"
+        lines.append(f"{where_slide(slide)}: y {box['top']:.0f}-{box['bottom']:.0f}, {size}")
+    return "\n".join(lines) + "\n"
+
+
+def code_report(result: Walk) -> str:
+    lines = []
+    for slide, inputs in sorted(result.code.values(), key=lambda found: found[0]["index"]):
+        if inputs:
+            lines.append(
+                where_slide(slide) + ": " + ", ".join(f"{i['lines']} lines" for i in inputs)
+            )
+    return "\n".join(lines or ["no slide shows code"]) + "\n"
 
 
 def readability_report(result: Walk) -> str:

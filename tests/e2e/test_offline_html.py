@@ -149,6 +149,7 @@ def offline(request, new_page, tmp_path_factory):
     record_size(deck, export_size(tmp_path / "html" / f"{deck.name}.slides.html"))
     folder = slides.screenshot_dir(deck, "html")
     with new_page(("file://",)) as page:
+        slides.use_sources(page, nb)
         problems = open_export(page, url, nb, deck)
         clock.lap("open")
         walk = slides.walk(page, folder, len(nb["cells"]), live=False, clock=clock)
@@ -163,6 +164,8 @@ def offline(request, new_page, tmp_path_factory):
             problems.append(f"errors in the page: {page.page_errors[:5]}")
     slides.save_report(folder / "overflow.txt", walk.overflow_report())
     slides.save_report(folder / "readability.txt", slides.readability_report(walk))
+    slides.save_report(folder / "code.txt", slides.code_report(walk))
+    slides.save_report(folder / "fill.txt", slides.fill_report(walk))
     print(f"\n{deck.name} (offline export) {clock}; fit:\n{walk.overflow_report()}")
     return deck, walk, problems
 
@@ -191,6 +194,21 @@ def test_offline_html_reads_from_the_back(offline):
     and every heatmap key and query labelled, on every slide and fragment of the export."""
     deck, walk, _ = offline
     problems = slides.readability_problems(walk, deck)
+    assert not problems, "\n".join(problems)
+
+
+def test_offline_html_shows_only_the_code_the_room_reads(offline):
+    """As in the slideshow: hidden inputs are not in the export."""
+    deck, walk, _ = offline
+    problems = slides.code_problems(walk, deck)
+    assert not problems, "\n".join(problems)
+
+
+def test_offline_html_fills_its_slides(offline):
+    """No main-path slide leaves half of the 1280x720 screen empty (below its middle, or half
+    its width)."""
+    deck, walk, _ = offline
+    problems = slides.fill_problems(walk, deck)
     assert not problems, "\n".join(problems)
 
 

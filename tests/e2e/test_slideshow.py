@@ -111,8 +111,14 @@ RUN_ALL_DONE_JS = """
 """
 
 
-def restart_and_run_all(page) -> None:
-    """The toolbar's "Restart the kernel and run all cells", confirmed; waits until done."""
+def restart_and_run_all(page, saved=None) -> dict | None:
+    """The toolbar's "Restart the kernel and run all cells", confirmed; waits until done.
+
+    Most inputs are hidden on the slides, so their prompts are not in the page: with
+    ``saved`` (a function that returns the notebook as the server holds it) the run is done
+    once the toolbar's save has written every code cell with an execution count (JupyterLab
+    clears a queued cell's count, so a count saved after the restart is this run's); that
+    saved notebook is returned for :func:`check_outputs`."""
     page.evaluate(WATCH_BUSY_JS)
     page.evaluate(
         """() => document.querySelector('jp-button[data-command="notebook:restart-run-all"]')
@@ -120,20 +126,53 @@ def restart_and_run_all(page) -> None:
     )
     page.click(".jp-Dialog .jp-mod-accept", timeout=30_000)
     page.wait_for_function(RUN_ALL_DONE_JS, timeout=RUN_ALL_TIMEOUT_S * 1000, polling=500)
+    if saved is None:
+        return None
+    deadline = time.monotonic() + RUN_ALL_TIMEOUT_S
+    while True:
+        page.evaluate(SAVE_JS)
+        time.sleep(1.0)
+        nb = saved()
+        if not unrun_cells(nb) or time.monotonic() > deadline:
+            return nb
+        time.sleep(1.0)
 
 
-def check_outputs(page, nb: dict) -> list[str]:
+SAVE_JS = """() => document.querySelector('jp-button[data-command="docmanager:save"]')
+    .dispatchEvent(new MouseEvent('mousedown', {bubbles: true, button: 0}))"""
+
+
+def unrun_cells(nb: dict) -> list[int]:
+    """Code cells of a saved notebook without an execution count."""
+    return [
+        i
+        for i, c in enumerate(nb["cells"])
+        if c["cell_type"] == "code" and c.get("execution_count") is None
+    ]
+
+
+def check_outputs(page, nb: dict, ran: dict | None = None) -> list[str]:
     """Problems in the executed notebook: cells not run, errors, widgets shown as text.
 
-    RISE moves speaker notes into an <aside>, so DOM order is not notebook order: cells are
-    told apart by their source."""
+    A cell whose input shows ran if its prompt has a number; every cell ran if ``ran`` (the
+    notebook saved after the run, :func:`restart_and_run_all`) has an execution count for it,
+    in increasing order.  RISE moves speaker notes into an <aside>, so DOM order is not
+    notebook order: cells are told apart by their source."""
     problems = []
     found = slides.cells(page)
     if len(found) != len(nb["cells"]):
         return [f"the slideshow shows {len(found)} cells, the notebook has {len(nb['cells'])}"]
+    if ran is not None:
+        counts = [c.get("execution_count") for c in ran["cells"] if c["cell_type"] == "code"]
+        unrun = unrun_cells(ran)
+        if unrun:
+            problems.append(f"code cells {unrun} did not run (no execution count once saved)")
+        elif counts != sorted(counts) or len(set(counts)) != len(counts):
+            problems.append(f"the cells did not run in order: execution counts {counts}")
     for cell in found:
         where = f"cell {cell['source'][:70]!r}" if cell["code"] else f"{cell['text'][:70]!r}"
-        if cell["code"] and not any(ch.isdigit() for ch in cell["prompt"]):
+        shown = cell["code"] and cell["inputShown"]
+        if shown and not any(ch.isdigit() for ch in cell["prompt"]):
             problems.append(f"{where} did not run (prompt {cell['prompt']!r})")
         for text in cell["stderr"]:
             if slides.PROBLEM_TEXT.search(text):
@@ -185,10 +224,12 @@ def slideshow(request, lab, new_page):
     with new_page((lab.url + "/",)) as page:
         try:
             open_slideshow(page, lab, deck)
+            slides.use_sources(page, nb)
             clock.lap("open")
-            restart_and_run_all(page)
+            saved = lambda: lab.api("GET", f"contents/{deck.path}")["content"]  # noqa: E731
+            ran = restart_and_run_all(page, saved)
             clock.lap("run all")
-            problems = check_outputs(page, nb)
+            problems = check_outputs(page, nb, ran)
             walk = slides.walk(page, folder, len(nb["cells"]), live=True, clock=clock)
         finally:
             shut_down_kernel(lab, deck.path)
@@ -204,6 +245,8 @@ def slideshow(request, lab, new_page):
             problems.append(f"errors in the page: {page.page_errors[:5]}")
     slides.save_report(folder / "overflow.txt", walk.overflow_report())
     slides.save_report(folder / "readability.txt", slides.readability_report(walk))
+    slides.save_report(folder / "code.txt", slides.code_report(walk))
+    slides.save_report(folder / "fill.txt", slides.fill_report(walk))
     record_latency(deck, walk)
     print(f"\n{deck.name} (RISE) {clock}; fit:\n{walk.overflow_report()}")
     return deck, walk, problems
@@ -228,6 +271,22 @@ def test_slideshow_reads_from_the_back(slideshow):
     >= 18 px as shown and every heatmap key and query labelled, on every slide and fragment."""
     deck, walk, _ = slideshow
     problems = slides.readability_problems(walk, deck)
+    assert not problems, "\n".join(problems)
+
+
+def test_slideshow_shows_only_the_code_the_room_reads(slideshow):
+    """On the main path at most 8 slides show a code input, each of at most 8 lines; the
+    other inputs are hidden (one click away in JupyterLab)."""
+    deck, walk, _ = slideshow
+    problems = slides.code_problems(walk, deck)
+    assert not problems, "\n".join(problems)
+
+
+def test_slideshow_fills_its_slides(slideshow):
+    """No main-path slide leaves half of the 1280x720 screen empty (below its middle, or half
+    its width)."""
+    deck, walk, _ = slideshow
+    problems = slides.fill_problems(walk, deck)
     assert not problems, "\n".join(problems)
 
 

@@ -9,6 +9,7 @@ import math
 
 import numpy as np
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 from matplotlib.ticker import NullLocator
 
 from attnlab.pictures.canvas import new_figure, shown_figure, slide_figure
@@ -125,7 +126,7 @@ def length_figure(
     :data:`TYPE` on the slide when shown ``shown_width_px`` wide.
     """
     width = 12.0
-    fig, sizes = shown_figure(width, 5.4 if by_length else 6.0, shown_width_px)
+    fig, sizes = shown_figure(width, 5.0 if by_length else 6.0, shown_width_px)
     if by_length:  # a static picture: the hall's larger type fits
         sizes = HALL_TYPE.at(width, shown_width_px)
     fig.patch.set_facecolor("white")
@@ -156,6 +157,14 @@ def length_figure(
             line.set_marker("s")
     ax.get_legend().remove()
     handles, labels = ax.get_legend_handles_labels()
+    if by_length:  # the shaded lengths named inside the shading: two rows of legend
+        shaded = [i for i, h in enumerate(handles) if not isinstance(h, Line2D)]
+        lo, hi = ax.get_xlim()
+        for i in reversed(shaded):
+            handles.pop(i)
+            label = labels.pop(i).replace("longer than trained on", "longer than\ntrained on")
+            ax.text(hi - 0.05 * (hi - lo), 0.6, label, fontsize=sizes.label, color="0.3",
+                    ha="right", va="center")  # fmt: skip
     fig.legend(
         handles, labels, fontsize=sizes.label, loc="outside lower center", ncols=2, frameon=False
     )

@@ -14,7 +14,7 @@ SHOWN_WIDTH: dict[str, int] = {
     "seq2seq_attention_length": 95,
     "wavenet": 95,
     "transformer_overview": 100,
-    "transformer_attention": 80,
+    "transformer_attention": 79,
     "transformer_results": 85,
 }
 
