@@ -364,6 +364,43 @@ def test_equal_compute_reads_the_cards_and_the_cached_flops():
     assert enc[3] == f"{card['steps'] * 4.0 / 1000:.1f}"
 
 
+def test_heads_compared_shows_each_seed_and_the_range_of_test_scores():
+    def run(h: int, seed: int, reached: int | None, test: float) -> dict:
+        return {"heads": h, "d_k": 64 // h, "seed": seed, "parameters": 1000 + h,
+                "reached": reached, "test_exact_match": test}  # fmt: skip
+
+    cached = {
+        "head_count": {
+            "model": "transformer-dates", "d_model": 64, "target": 0.999, "max_steps": 1500,
+            "eval_every": 50, "test_examples": 2000,
+            "runs": [run(4, 0, 800, 0.998), run(4, 1, 650, 0.999), run(1, 0, None, 0.91),
+                     run(1, 1, 1200, 0.9975)],
+        }
+    }  # fmt: skip
+    table = lecture.heads_compared(cached)
+    assert table.header[2] == "steps to 99.9% (each seed)"
+    one, four = table.rows  # by h, whatever the order of the runs
+    assert one == ["h = 1, d_k = 64", "1,001", "–, 1,200", "91.00% – 99.75%"]
+    assert four == ["h = 4, d_k = 16", "1,004", "800, 650", "99.80% – 99.90%"]
+    assert "not within 1,500" in table.caption and "seeds 0, 1" in table.caption
+
+
+def test_heads_compared_reads_the_cached_runs_of_both_head_counts():
+    runs = lecture.read_measurements()["head_count"]["runs"]
+    assert sorted({r["heads"] for r in runs}) == [1, 4]
+    assert {r["seed"] for r in runs if r["heads"] == 1} == {
+        r["seed"] for r in runs if r["heads"] == 4
+    }
+    assert len(lecture.heads_compared().rows) == 2
+
+
+def test_a_head_count_that_does_not_split_d_model_is_refused():
+    from attnlab.experiments.head_count import train_head_counts
+
+    with pytest.raises(ValueError, match="does not split into 3 heads"):
+        train_head_counts(heads=(3,), seeds=(0,), progress=False)
+
+
 def test_written_measurements_read_back_and_the_thread_count_is_restored(tmp_path, monkeypatch):
     measured = {"flops_per_step": {"batch": 2}, "head_study": {"rows": [["all heads", "ü"]]}}
     monkeypatch.setattr(measurements, "measure", lambda: measured)
@@ -417,16 +454,35 @@ def test_held_out_example_can_show_one_head(language):
     assert picture.fig.axes[0].get_title().startswith("x: held out")
 
 
-def test_language_table_puts_our_scores_beside_vaswanis(language):
+def test_language_table_shows_both_test_splits_and_no_score_of_vaswanis(language):
     table = lecture.language_table(language)
     names = [row[0] for row in table.rows]
+    assert names[-2:] == ["baseline: dictionary", "baseline: copy"]
+    evaluated = language["evaluation"]
     for name in ("transformer-en-de", "transformer-en-fr", "rnnsearch-en-fr", "rnnenc-en-fr"):
         s = language["scores"]["models"][name]
         row = table.rows[names.index(name)]
-        assert row[1 if s["pair"] == "en-de" else 2] == f"{s['bleu']:.1f} / {s['chrf']:.1f}"
-        assert row[3].startswith(f"{s['train_seconds'] / 60:.1f} min")
-    assert ["27.3", "38.1"] == table.rows[names.index("Vaswani base")][1:3]
-    assert "8 NVIDIA P100 GPUs" in table.rows[names.index("Vaswani big")][3]
+        for column, split in ((1, "test"), (2, "unseen")):
+            column += 0 if s["pair"] == "en-de" else 2
+            got = evaluated[s["pair"]][split]["systems"][name]
+            assert row[column] == f"{got['bleu']:.1f} / {got['chrf']:.1f}"
+        other = (3, 4) if s["pair"] == "en-de" else (1, 2)
+        assert [row[c] for c in other] == ["", ""]  # one language per model
+        assert row[5] == f"{s['train_seconds'] / 60:.1f} min"
+    dictionary = table.rows[names.index("baseline: dictionary")]
+    assert dictionary[2] == "{bleu:.1f} / {chrf:.1f}".format(
+        **evaluated["en-de"]["unseen"]["systems"]["dictionary"]
+    )
+    text = " ".join(" ".join(r) for r in table.rows)
+    assert "27.3" not in text and "Vaswani" not in text
+    assert "held out" in table.caption and "(95%)" in table.caption
+
+
+def test_vaswani_table_is_their_table_2_on_its_own(language):
+    table = lecture.vaswani_table(language)
+    assert [r[1:3] for r in table.rows] == [["27.3", "38.1"], ["28.4", "41.8"]]
+    assert "8 NVIDIA P100 GPUs" in table.rows[1][3]
+    assert "not comparable" in table.caption
 
 
 def test_head_roles_table_names_each_heads_most_frequent_role(language):

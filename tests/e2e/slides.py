@@ -108,8 +108,10 @@ class Deck:
     backup_title: str | None = None
     max_code_slides: int | None = None
     long_code: tuple[str, ...] = ()
-    # Main-path slides whose content leaves half of the screen empty (below its middle, or
-    # half its width): the slide titles built to (the fixture's); None: not checked.
+    # Slide titles built to show text under the navigation arrows (the fixture's).
+    under_controls: tuple[str, ...] = ()
+    # Main-path slides whose content spans less than half the screen's height or width: the
+    # slide titles built to (the fixture's); None: not checked.
     sparse: tuple[str, ...] | None = None
 
     @property
@@ -136,7 +138,13 @@ MINI = Deck(
     dead_offline=(r"fixture-explorer",),
     controlled_widgets=2,
     long_code=("Too much code to read",),
-    sparse=("Pre-rendered frames", "Too small to read", "A picture shown too small", "The end"),
+    under_controls=("Under the arrows",),
+    sparse=(
+        "A small deck for the browser tests",
+        "Too wide for the screen",
+        "Too small to read",
+        "The end",
+    ),
 )
 
 
@@ -397,26 +405,64 @@ INPUTS_JS = f"""
 }}
 """
 
-# The box the present slide's shown content spans (every shown input, output and markdown
-# part, as FIT_JS measures them; the slide's title included), in px of the screen.
+# The box the present slide's shown content spans, in px of the screen: the union of its
+# text's own lines (a paragraph's box is the slide's width, its words may not be) and of its
+# pictures, canvases and widgets' controls, in its shown cells (the title included).
 FILL_JS = f"""
 () => {{
   const p = {_SLIDE};
   if (!p) return null;
   const shown = {_SHOWN};
   const box = {{top: Infinity, bottom: -Infinity, left: Infinity, right: -Infinity}};
-  const parts = Array.from(p.querySelectorAll(
-      '.jp-MarkdownOutput > *, .jp-InputArea, .jp-OutputArea-output'))
-    .filter(e => !e.closest('aside.notes') && shown(e));
-  for (const part of parts) {{
-    for (const e of [part, ...part.querySelectorAll('*')]) {{
-      const r = e.getBoundingClientRect();
-      if (r.width === 0 || r.height === 0 || !shown(e)) continue;
-      box.top = Math.min(box.top, r.top); box.bottom = Math.max(box.bottom, r.bottom);
-      box.left = Math.min(box.left, r.left); box.right = Math.max(box.right, r.right);
+  const add = r => {{
+    if (r.width === 0 || r.height === 0) return;
+    box.top = Math.min(box.top, r.top); box.bottom = Math.max(box.bottom, r.bottom);
+    box.left = Math.min(box.left, r.left); box.right = Math.max(box.right, r.right);
+  }};
+  for (const cell of p.querySelectorAll('.jp-Cell')) {{
+    if (cell.closest('aside.notes') || !shown(cell)) continue;
+    const walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
+    for (let n = walker.nextNode(); n; n = walker.nextNode()) {{
+      if (!n.textContent.trim() || !shown(n.parentElement)) continue;
+      if (n.parentElement.closest('script, style, .jp-InputPrompt, .jp-OutputPrompt')) continue;
+      const range = document.createRange();
+      range.selectNodeContents(n);
+      for (const r of range.getClientRects()) add(r);
+    }}
+    for (const e of cell.querySelectorAll('img, svg, canvas, input, button, select, textarea')) {{
+      if (shown(e) && !e.closest('mjx-container, .jp-InputPrompt')) add(e.getBoundingClientRect());
     }}
   }}
   return box.bottom > box.top ? box : null;
+}}
+"""
+
+# Text and pictures of the present slide's shown cells under reveal.js's navigation arrows or
+# slide number (the room cannot read them there): the first words of each.
+UNDER_CONTROLS_JS = f"""
+() => {{
+  const p = {_SLIDE};
+  if (!p) return [];
+  const shown = {_SHOWN};
+  const marks = Array.from(document.querySelectorAll('.reveal .controls button, .reveal .slide-number'))
+    .filter(e => shown(e)).map(e => e.getBoundingClientRect()).filter(r => r.width && r.height);
+  const hit = r => marks.some(m => r.left < m.right && r.right > m.left && r.top < m.bottom
+                                   && r.bottom > m.top);
+  const found = new Set();
+  for (const cell of p.querySelectorAll('.jp-Cell')) {{
+    if (cell.closest('aside.notes') || !shown(cell)) continue;
+    const walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
+    for (let n = walker.nextNode(); n; n = walker.nextNode()) {{
+      if (!n.textContent.trim() || !shown(n.parentElement)) continue;
+      const range = document.createRange();
+      range.selectNodeContents(n);
+      if (Array.from(range.getClientRects()).some(hit)) found.add(n.textContent.trim().slice(0, 40));
+    }}
+    for (const e of cell.querySelectorAll('img, canvas, input, button, select')) {{
+      if (shown(e) && hit(e.getBoundingClientRect())) found.add(e.tagName.toLowerCase());
+    }}
+  }}
+  return Array.from(found);
 }}
 """
 
@@ -686,6 +732,8 @@ class Walk:
     code: dict[int, tuple[dict, list[dict]]] = field(default_factory=dict)
     # slide index -> (the slide, the box its content spans at its fullest step: FILL_JS's)
     fill: dict[int, tuple[dict, dict]] = field(default_factory=dict)
+    # slide index -> (the slide, what shows under the navigation arrows: UNDER_CONTROLS_JS's)
+    under_controls: dict[int, tuple[dict, list[str]]] = field(default_factory=dict)
 
     def overflow_report(self) -> str:
         if not self.overflows:
@@ -948,6 +996,10 @@ def check_step(page, walk: Walk, state: dict, label: str = "") -> None:
     check_pictures(page, walk, state, where)
     shown_code = walk.code.setdefault(state["index"], (state, []))[1]
     shown_code += [i for i in page.evaluate(INPUTS_JS) if i not in shown_code]
+    under = page.evaluate(UNDER_CONTROLS_JS)
+    if under:
+        hidden = walk.under_controls.setdefault(state["index"], (state, []))[1]
+        hidden += [u for u in under if u not in hidden]
     box = page.evaluate(FILL_JS)
     if box:
         _, before = walk.fill.setdefault(state["index"], (state, dict(box)))
@@ -1248,9 +1300,9 @@ def code_problems(result: Walk, deck: Deck) -> list[str]:
 
 
 def fill_problems(result: Walk, deck: Deck) -> list[str]:
-    """Main-path slides whose content ends above the middle of the screen or spans less than
-    half its width, but those the deck is built to leave sparse; and each of those the check
-    did not catch."""
+    """Main-path slides whose content spans less than half the screen's height or width
+    (FILL_JS), but those the deck is built to leave sparse; and each of those the check did not
+    catch."""
     if deck.sparse is None:
         return []
     W, H = SLIDE_SIZE
@@ -1261,10 +1313,10 @@ def fill_problems(result: Walk, deck: Deck) -> list[str]:
         if backup and slide["index"] >= backup[0]:
             continue
         empty = []
-        if box["bottom"] < H / 2:
-            empty.append(f"nothing below y = {box['bottom']:.0f} px")
+        if box["bottom"] - box["top"] < H / 2:
+            empty.append(f"its content {box['bottom'] - box['top']:.0f} px high")
         if box["right"] - box["left"] < W / 2:
-            empty.append(f"{box['right'] - box['left']:.0f} px wide")
+            empty.append(f"its content {box['right'] - box['left']:.0f} px wide")
         if not empty:
             continue
         caught.add(slide["title"])
@@ -1274,6 +1326,20 @@ def fill_problems(result: Walk, deck: Deck) -> list[str]:
             )
     problems += [f"{t!r} is built to leave half the screen empty; the check found nothing"
                  for t in deck.sparse if t not in caught]  # fmt: skip
+    return problems
+
+
+def controls_problems(result: Walk, deck: Deck) -> list[str]:
+    """Slides with text or a picture under the navigation arrows or the slide number, but
+    those the deck is built to have; and each of those the check did not catch."""
+    problems = [
+        f"{where_slide(slide)}: under the navigation arrows: {found[:4]}"
+        for slide, found in result.under_controls.values()
+        if slide["title"] not in deck.under_controls
+    ]
+    seen = {slide["title"] for slide, _ in result.under_controls.values()}
+    problems += [f"{t!r} is built to show text under the arrows; the check found none"
+                 for t in deck.under_controls if t not in seen]  # fmt: skip
     return problems
 
 

@@ -204,9 +204,16 @@ def test_offline_html_shows_only_the_code_the_room_reads(offline):
     assert not problems, "\n".join(problems)
 
 
+def test_offline_html_keeps_the_navigation_arrows_clear(offline):
+    """No text or picture under reveal.js's arrows or slide number."""
+    deck, walk, _ = offline
+    problems = slides.controls_problems(walk, deck)
+    assert not problems, "\n".join(problems)
+
+
 def test_offline_html_fills_its_slides(offline):
-    """No main-path slide leaves half of the 1280x720 screen empty (below its middle, or half
-    its width)."""
+    """No main-path slide leaves half of the 1280x720 screen empty: its content spans at least
+    half the height and half the width."""
     deck, walk, _ = offline
     problems = slides.fill_problems(walk, deck)
     assert not problems, "\n".join(problems)

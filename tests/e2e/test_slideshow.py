@@ -282,9 +282,16 @@ def test_slideshow_shows_only_the_code_the_room_reads(slideshow):
     assert not problems, "\n".join(problems)
 
 
+def test_slideshow_keeps_the_navigation_arrows_clear(slideshow):
+    """No text or picture under reveal.js's arrows or slide number."""
+    deck, walk, _ = slideshow
+    problems = slides.controls_problems(walk, deck)
+    assert not problems, "\n".join(problems)
+
+
 def test_slideshow_fills_its_slides(slideshow):
-    """No main-path slide leaves half of the 1280x720 screen empty (below its middle, or half
-    its width)."""
+    """No main-path slide leaves half of the 1280x720 screen empty: its content spans at least
+    half the height and half the width."""
     deck, walk, _ = slideshow
     problems = slides.fill_problems(walk, deck)
     assert not problems, "\n".join(problems)

@@ -31,6 +31,7 @@ from attnlab.lecture.measurements import (
     flops_per_step,
     graph_depth,
     head_study,
+    heads_compared,
     heads_measured,
     measure,
     plot_timings,
@@ -46,6 +47,7 @@ from attnlab.lecture.tables import (
     model_card,
     model_table,
     rare_words_counts,
+    vaswani_table,
 )
 from attnlab.lecture.transformer_demos import (
     causal_demo,
@@ -72,9 +74,11 @@ __all__ = [
     "head_grid",
     "head_roles_table",
     "head_study",
+    "heads_compared",
     "heads_measured",
     "held_out_example",
     "language_table",
+    "vaswani_table",
     "measure",
     "read_measurements",
     "model_card",

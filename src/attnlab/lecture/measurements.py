@@ -13,6 +13,7 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 from attnlab import attention as A
+from attnlab.experiments.head_count import train_head_counts
 from attnlab.files import RESULTS_DIR, write_atomic
 from attnlab.lecture.display import Picture, Table
 from attnlab.lecture.tables import model_card
@@ -38,6 +39,7 @@ __all__ = [
     "write_measurements",
     "read_measurements",
     "equal_compute",
+    "heads_compared",
     "heads_measured",
 ]
 
@@ -252,7 +254,7 @@ HEAD_STUDY = {"model": "transformer-dates", "n": 200}
 
 def measure() -> dict:
     """Run the measurements the deck shows: FLOPs per training step, the head study, the
-    sequential steps."""
+    sequential steps, and one head against four trained from scratch (about 10 minutes)."""
     flops = {kind: flops_per_step(kind, "reverse", batch=128) for kind in COMPARED}
     model = load(HEAD_STUDY["model"])
     heads = head_study(model, n=HEAD_STUDY["n"])
@@ -260,6 +262,7 @@ def measure() -> dict:
         "flops_per_step": {"task": "reverse", "batch": 128, "gflop": flops},
         "head_study": {**HEAD_STUDY, "header": heads.header, "rows": heads.rows},
         "sequential_steps": _counted_steps(),
+        "head_count": train_head_counts(),
     }
 
 
@@ -313,6 +316,36 @@ def equal_compute(cached: dict | None = None) -> Table:
         rows,
         caption=f"{card['steps']} steps of {card['train']['batch_size']} strings each; FLOPs "
         "counted by torch (forward and backward)",
+    )
+
+
+def heads_compared(cached: dict | None = None) -> Table:
+    """One head against four at the same d_model, each trained by the date Transformer's
+    recipe on every seed (:func:`attnlab.experiments.head_count.train_head_counts`, cached by
+    :func:`measure`): steps to the recipe's target and exact match on fresh test dates."""
+    found = (cached or read_measurements())["head_count"]
+    rows = []
+    for h in sorted({r["heads"] for r in found["runs"]}):
+        runs = [r for r in found["runs"] if r["heads"] == h]
+        reached = [r["reached"] for r in runs]
+        steps = ", ".join("–" if s is None else f"{s:,}" for s in reached)
+        tests = [r["test_exact_match"] for r in runs]
+        rows.append(
+            [
+                f"h = {h}, d_k = {runs[0]['d_k']}",
+                f"{runs[0]['parameters']:,}",
+                steps,
+                " – ".join(dict.fromkeys(f"{100 * t:.2f}%" for t in (min(tests), max(tests)))),
+            ]
+        )
+    target = f"{100 * found['target']:.1f}%"
+    return Table(
+        ["heads", "parameters", f"steps to {target} (each seed)", "test exact match"],
+        rows,
+        caption=f"the recipe of {found['model']}, d_model = {found['d_model']}, seeds "
+        f"{', '.join(sorted({str(r['seed']) for r in found['runs']}))}; validation every "
+        f"{found['eval_every']} steps (– : not within {found['max_steps']:,}); "
+        f"{found['test_examples']:,} fresh test dates",
     )
 
 
