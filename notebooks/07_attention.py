@@ -168,12 +168,13 @@ print(f"alpha = {a}: soft {soft.item():.1f}, hard {hard.item():.0f}")
 # s_t &= f(s_{t-1}, y_{t-1}, c_t) && \text{decoder state}\\[4pt]
 # c_t &= \sum_{i=1}^{n}\alpha_{t,i}\,h_i && \text{context vector}\\[4pt]
 # \alpha_{t,i} &= \frac{\exp(\mathrm{score}(s_{t-1},h_i))}{\sum_{i'=1}^{n}\exp(\mathrm{score}(s_{t-1},h_{i'}))} && \text{attention weights}\\[4pt]
-# \mathrm{score}(s_{t-1},h_i) &= s_{t-1}^\top W_a h_i && \text{bilinear score}
+# \mathrm{score}(s_{t-1},h_i) &= v_a^\top \tanh(W_a s_{t-1} + U_a h_i) && \text{Bahdanau: additive}\\[4pt]
+# \text{or } \mathrm{score}(s_{t-1},h_i) &= s_{t-1}^\top W_a h_i && \text{Luong: general}
 # \end{aligned}
 # $$
 #
-# Output: $p(y_t \mid y_{<t}, x) = g(y_{t-1}, s_t, c_t)$. Score: [Luong et al.](https://arxiv.org/pdf/1508.04025.pdf)’s
-# bilinear form on Bahdanau’s query $s_{t-1}$.
+# Output: $p(y_t \mid y_{<t}, x) = g(y_{t-1}, s_t, c_t)$. Our RNNSearch: additive. The paper
+# indexes the target by $i$, the source by $j$.
 
 # %% [markdown] slideshow={"slide_type": "notes"}
 # Walk through top to bottom. alpha is a softmax over source positions, so the weights are
@@ -184,9 +185,9 @@ print(f"alpha = {a}: soft {soft.item():.1f}, hard {hard.item():.0f}")
 # where c_t goes: Bahdanau et al. query with s_{t-1}, before the RNN step, and feed c_t into that
 # step (s_t = f(s_{t-1}, y_{t-1}, c_t)) and into g. Luong et al. (EMNLP 2015) run the RNN step
 # first, score the current state h_t, and feed c_t through h~_t = tanh(W_c [c_t; h_t]), from
-# which y_t is predicted. This slide takes Luong's bilinear "general" form s^T W_a h on
-# Bahdanau's query s_{t-1}; Bahdanau et al. used a small network (additive), which is also the
-# shipped RNNSearch's default (next slides compare).
+# which y_t is predicted. Bahdanau et al.'s score is a small network (additive), the one the
+# shipped RNNSearch uses and the DecodeStepper shows; the bilinear s^T W_a h is Luong et al.'s
+# "general" form, here on Bahdanau's query s_{t-1} (the next slide trains four scores).
 # Minutes: 3
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
@@ -231,7 +232,7 @@ widgets.DecodeStepper()  # the shipped rnnsearch-dates; more models in the model
 # ## Real language: Bahdanau's Fig. 3, ours
 #
 # `rnnsearch-en-fr`, our RNNSearch, on interface strings of 60 open-source packages. A string
-# of the **test split** (not itself in training):
+# of the **test split** (its singular, "Open selected file", is a training string):
 
 # %% jupyter={"source_hidden": true}
 language = load_results()  # measured once over the test split, with the models below
@@ -257,8 +258,8 @@ lecture.held_out_example(rnnsearch_fr, language["word_order"])
 #
 # <img src="../pics/seq2seq_attention_length.png" width="95%">
 #
-# Left: digits, 1000 steps of 128 strings per model. Right: our English→French models on
-# held-out packages (95% bootstrap intervals). Attention's lead grows with length.
+# Left: digits, 1000 steps of 128 strings per model. Right: our EN→FR models on held-out
+# packages (95% intervals): attention ahead by 4 on 1-3 words, 8-10 beyond; a dictionary above both.
 
 # %% [markdown] slideshow={"slide_type": "notes"}
 # The picture is drawn from the results file of our length experiment, not copied from the paper.
@@ -273,7 +274,10 @@ lecture.held_out_example(rnnsearch_fr, language["word_order"])
 # scored on the held-out packages (chrF by English length, sacrebleu's paired bootstrap in each
 # bucket; every gain has p < 0.01). Attention is ahead by 4.2 chrF on 1-3 words and by 8-10 from
 # 4 words on, where the model without attention keeps falling: Bahdanau's picture, on strings
-# no model has seen. On the in-domain test split: +3.6, +5.5, +8.8, +9.8.
+# no model has seen. On the in-domain test split: +3.6, +5.5, +8.8, +9.8. Say the dashed line
+# too: the word-by-word dictionary (IBM Model 1 on the training split) is above both RNNs at
+# every length (49.7-53.0 chrF): these RNNs, trained 7 minutes, show the effect of attention,
+# not a good translator (the Transformers come later).
 # Minutes: 3
 
 # %% [markdown] slideshow={"slide_type": "slide"}
@@ -290,7 +294,8 @@ lecture.sequential_steps(lengths=[8, 32, 128, 512], d=32)
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # Fewer sequential steps, **not less work**: a self-attention layer does $O(n^2 d)$ work (Table 1);
-# still, even on one CPU thread it was faster at every $n$ we timed (backup).
+# still, in our implementation (a GRU's step loop against batched matrix products) it was faster
+# on one CPU thread at every $n$ we timed (backup).
 
 # %% [markdown] slideshow={"slide_type": "notes"}
 # The whole idea in one sentence: attention replaces recurrence. Careful with "every position
@@ -354,8 +359,8 @@ lecture.positional_encoding_picture(n=40, d=64, at=10)
 # unique pattern. Right: the dot product of every position's vector with position 10's. It
 # peaks at offset 0 (32 = d/2: each (sin, cos) pair adds sin^2 + cos^2 = 1) and depends only on
 # the offset k: PE_pos . PE_{pos+k} = sum_i cos(k w_i). It does not simply fall off with
-# distance: it has bumps (in this picture near offsets 18 and 25, smaller ones at 6 and 12), so
-# it tells near from far only roughly. PE_{pos+k} is a rotation of PE_pos in each (sin, cos)
+# distance: it falls overall with ripples (local peaks near offsets 6, 12, 18 and 25, the
+# largest at 6), so it tells near from far only roughly. PE_{pos+k} is a rotation of PE_pos in each (sin, cos)
 # pair, so relative offsets are easy to learn.
 # Minutes: 2
 
@@ -426,9 +431,9 @@ lecture.teacher_forcing(transformer, "3 May 1979", "1979-05-03")
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # **Exposure bias:** in training the decoder never reads its own mistakes; at test time one
-# early mistake leads it into prefixes it never saw. Remedies: scheduled sampling (Bengio et
-# al., 2015), sequence-level training (Ranzato et al., 2016); beam search keeps several
-# prefixes.
+# early mistake leads it into prefixes it never saw. Remedies in training: scheduled sampling
+# (Bengio et al., 2015), sequence-level training (Ranzato et al., 2016). (Beam search is another
+# matter: a test-time search that keeps several prefixes.)
 
 # %% [markdown] slideshow={"slide_type": "notes"}
 # Live on the trained transformer-dates. The passes are counted (a hook on the output layer),
@@ -481,7 +486,7 @@ lecture.causal_demo(mask)
 #
 # <img src="../pics/transformer_attention.png" width="79%">
 #
-# Query: what a token asks. Key: a projection for matching only. Value: another, for content.
+# $Q$, $K$, $V$: three learned projections of the same $x$; $QK^\top$ sets the weights, $V$ is mixed.
 
 # %% [markdown] slideshow={"slide_type": "notes"}
 # The soft dictionary lookup again, for all queries at once as one matrix product, with
@@ -554,8 +559,8 @@ assert torch.allclose(out, mha(x, x, x), atol=1e-6)  # = the library's MultiHead
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # **One projection, cut into $h$:** $W^Q, W^K, W^V, W^O$ are $d_{model} \times d_{model}$
-# whatever $h$ is; head $i$ attends in its own $d_k = d_{model}/h$ columns. Several heads cost
-# what one wide head costs.
+# whatever $h$ is; head $i$ attends in its own $d_k = d_{model}/h$ columns: the parameters and
+# FLOPs of one wide head, with $h$ weight maps instead of one.
 
 # %% [markdown] slideshow={"slide_type": "notes"}
 # One projection per role, then the columns are cut into h groups: each head attends in its own
@@ -597,7 +602,8 @@ lecture.heads_compared()  # training by the recipe, cached: about 10 minutes (`a
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ### German commands: infinitive last
 #
-# `transformer-en-de`, the clearest of 4 heads (last layer), on a test-split string:
+# `transformer-en-de` on a test-split string: all 4 heads of the last layer point "löschen" at
+# "Clear" (0.85–1.00); shown, the clearest:
 
 # %% jupyter={"source_hidden": true}
 transformer_de, verb = attnlab.load("transformer-en-de"), language["verb_final"]
@@ -620,15 +626,15 @@ lecture.held_out_example(transformer_de, verb, layer=verb["layer"], head=verb["h
 # ### Self-attention on real words, per head
 
 # %% jupyter={"source_hidden": true}
-lecture.self_attention_heads(transformer_de, "Close all tabs", layer=0)
+lecture.self_attention_heads(transformer_de, verb["source"], layer=0)  # held out
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # Over the whole test split, each head's strongest weight falls on some kind of key more often
 # than chance, but no head does one job most of the time (backup: the table).
 
 # %% [markdown] slideshow={"slide_type": "notes"}
-# The four heads of the first encoder layer of transformer-en-de on one phrase: each query row
-# sums to 1. Ask the room what each head seems to do; then the measurement:
+# The four heads of the first encoder layer of transformer-en-de on the held-out phrase of the
+# slide before: each query row sums to 1. Ask the room what each head seems to do; then the measurement:
 # In our small model every head does something more often than chance, but none does one job
 # most of the time: the heads are only weakly specialised, and reading a job off one picture
 # (the per-head picture) would have overstated it. That is the honest, measured answer to "what do the
@@ -643,7 +649,8 @@ lecture.self_attention_heads(transformer_de, "Close all tabs", layer=0)
 # ### Attention is not always an explanation
 #
 # Hide one source piece at a time (as `<unk>`): how far does the output piece's probability
-# drop? Beside it, $\alpha$ (`rnnsearch-en-fr`; their worst disagreement; 34% agree overall):
+# drop? Beside it, $\alpha$ (`rnnsearch-en-fr`), at their worst disagreement. Over the test
+# split the two pick the same source piece at 34% of the steps:
 
 # %% jupyter={"source_hidden": true}
 occlusion = language["alpha_vs_occlusion"]
@@ -701,6 +708,9 @@ lecture.language_table(language)
 # %% jupyter={"source_hidden": true}
 lecture.vaswani_table(language)
 
+# %% [markdown] slideshow={"slide_type": "fragment"}
+# The word-by-word dictionary beats our Transformers on chrF in 3 of the 4 columns.
+
 # %% [markdown] slideshow={"slide_type": "notes"}
 # Two tables on purpose: no number of ours sits in a column of theirs. Different data (about
 # 23,000 interface-string pairs per language against WMT 2014's news), different test sets:
@@ -754,7 +764,7 @@ lecture.vaswani_table(language)
 # * Koehn, Knowles. [Six challenges for neural machine translation](https://arxiv.org/abs/1706.03872). WNMT 2017.
 # * Ghader, Monz. [What does attention in neural machine translation pay attention to?](https://arxiv.org/abs/1710.03348) IJCNLP 2017.
 # * Rao, McMahan. *Natural Language Processing with PyTorch*, chapter 8. O'Reilly 2019.
-# * Exposure bias: Bengio et al. [Scheduled sampling](https://arxiv.org/abs/1506.03099), NeurIPS 2015; Ranzato et al. [Sequence level training](https://arxiv.org/abs/1511.06732), ICLR 2016.
+# * Exposure bias: Bengio et al. [Scheduled sampling](https://arxiv.org/abs/1506.03099), NIPS 2015; Ranzato et al. [Sequence level training](https://arxiv.org/abs/1511.06732), ICLR 2016.
 # * [Attention? Attention!](https://lilianweng.github.io/lil-log/2018/06/24/attention-attention.html), Lilian Weng; [The Annotated Transformer](http://nlp.seas.harvard.edu/2018/04/03/attention.html).
 #
 # Exercises: `notebooks/07_attention_exercises.ipynb`. Backup slides follow.
@@ -970,8 +980,8 @@ widgets.DecodeStepper("rnnsearch-dates-dot", score=lambda s, h: s @ h.transpose(
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Backup: where the alignment breaks
 #
-# `rnnsearch-reverse-30` (trained on 5-30 digits) reverses 45 digits. Output $t$ should attend
-# to source digit $n+1-t$ (dotted); the red line is its first wrong digit:
+# `rnnsearch-reverse-30` (trained on 5-30 digits) reverses 45 digits. The ideal alignment,
+# output $t$ on source digit $n+1-t$, is dotted; the red line is its first wrong digit:
 
 # %% jupyter={"source_hidden": true}
 lecture.alignment_failure(attnlab.load("rnnsearch-reverse-30"), length=45, seed=0)

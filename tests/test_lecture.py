@@ -105,9 +105,11 @@ def test_reverse_demo_marks_right_and_wrong_answers():
             assert row[3].startswith("✗ ") and row[3].endswith(got)
 
 
-def test_mark_wrong_counts_wrong_and_missing_digits():
+def test_mark_wrong_counts_wrong_digits_or_says_the_length_is_wrong():
     assert reversal._mark_wrong("1249", "1234") == "2/4 digits wrong: 1249"
-    assert reversal._mark_wrong("12", "1234") == "2/4 digits wrong: 12"
+    assert reversal._mark_wrong("12", "1234") == "2 digits for 4, wrong from digit 3: 12"
+    # one digit too many, inserted early: every later position is off, the count would say 4/5
+    assert reversal._mark_wrong("129345", "12345") == "6 digits for 5, wrong from digit 3: 129345"
 
 
 # ----------------------------------------------------------------------------- pictures
@@ -382,7 +384,9 @@ def test_heads_compared_shows_each_seed_and_the_range_of_test_scores():
     one, four = table.rows  # by h, whatever the order of the runs
     assert one == ["h = 1, d_k = 64", "1,001", "–, 1,200", "91.00% – 99.75%"]
     assert four == ["h = 4, d_k = 16", "1,004", "800, 650", "99.80% – 99.90%"]
-    assert "not within 1,500" in table.caption and "seeds 0, 1" in table.caption
+    assert "not within 1,500" in table.caption and "2 seeds" in table.caption
+    cached["head_count"]["runs"][2]["reached"] = 1400  # every run reached it: no dash to explain
+    assert "not within" not in lecture.heads_compared(cached).caption
 
 
 def test_heads_compared_reads_the_cached_runs_of_both_head_counts():

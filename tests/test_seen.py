@@ -93,6 +93,16 @@ def test_the_verdict_seen_near_twin_or_new():
     assert "nor one word" not in short.line and "under 4 words" in short.line
 
 
+def test_a_seen_string_written_differently_is_said_so():
+    # the index ignores case and punctuation, the models read them: "close all tabs." is the
+    # training string "Close all tabs" for the index, not for a model
+    index = TwinIndex(TRAIN)
+    said = seen.verdict(index, "close all tabs.")
+    assert said.kind == "seen" and "written differently" in said.line
+    same = seen.verdict(index, "  Close all   tabs ")  # only spaces differ: the same string
+    assert same.kind == "seen" and "written differently" not in same.line
+
+
 def test_a_long_training_string_is_shortened_in_the_line():
     long = "Unable to delete the file because another program is using it right now"
     said = seen.verdict(TwinIndex([long]), long.replace("program", "process"))

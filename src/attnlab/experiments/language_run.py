@@ -65,16 +65,19 @@ LENGTH_PAIR = ("rnnsearch-en-fr", "rnnenc-en-fr")
 
 
 def attention_by_length(directory: Path | str | None = None) -> dict:
-    """BLEU and chrF of RNNSearch and RNNEncDec (EN->FR) in each bucket of the English length,
-    on both test splits, with sacrebleu's paired bootstrap (RNNEncDec the baseline): how
-    attention's gain grows with the length on real language, beside the digit curves."""
+    """BLEU and chrF of RNNSearch and RNNEncDec (EN->FR), and of the word-by-word dictionary,
+    in each bucket of the English length, on both test splits, with sacrebleu's paired
+    bootstrap (RNNEncDec the baseline): attention's gain by length on real language, beside
+    the digit curves, and where the dictionary stands."""
     corpus = load_corpus("fr")
     attention, none = (load(name, directory) for name in LENGTH_PAIR)
+    dictionary = Dictionary(corpus["train"], cased=True)
     out: dict = {"systems": list(LENGTH_PAIR), "baseline": LENGTH_PAIR[1], "splits": {}}
     for split in ("test", "unseen"):
         src, ref = [en for en, _ in corpus[split]], [t for _, t in corpus[split]]
         systems = {LENGTH_PAIR[0]: translate_all(attention, src)}
         systems[LENGTH_PAIR[1]] = translate_all(none, src)
+        systems["dictionary"] = dictionary.translate_all(src)  # the baseline both must face
         out["splits"][split] = bootstrap_by_length(src, ref, systems, LENGTH_PAIR[1])
     return out
 

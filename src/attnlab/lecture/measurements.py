@@ -339,13 +339,15 @@ def heads_compared(cached: dict | None = None) -> Table:
             ]
         )
     target = f"{100 * found['target']:.1f}%"
+    missed = any(r["reached"] is None for r in found["runs"])
+    seeds = sorted({r["seed"] for r in found["runs"]})
     return Table(
-        ["heads", "parameters", f"steps to {target} (each seed)", "test exact match"],
+        ["heads", "parameters", f"steps to {target} (each seed)", "test exact match (min – max)"],
         rows,
-        caption=f"the recipe of {found['model']}, d_model = {found['d_model']}, seeds "
-        f"{', '.join(sorted({str(r['seed']) for r in found['runs']}))}; validation every "
-        f"{found['eval_every']} steps (– : not within {found['max_steps']:,}); "
-        f"{found['test_examples']:,} fresh test dates",
+        caption=f"the recipe of {found['model']}, d_model = {found['d_model']}, "
+        f"{len(seeds)} seeds; validation every {found['eval_every']} steps"
+        + (f" (–: not within {found['max_steps']:,})" if missed else "")
+        + f"; {found['test_examples']:,} fresh test dates",
     )
 
 

@@ -38,8 +38,13 @@ def reverse_demo(names: Sequence[str], lengths: Sequence[int], seed: int = 0) ->
 
 
 def _mark_wrong(got: str, expected: str) -> str:
-    """How many of the expected digits ``got`` has wrong (or missing), then ``got`` itself."""
-    wrong = sum(i >= len(got) or got[i] != c for i, c in enumerate(expected))
+    """What is wrong with ``got``, then ``got`` itself: of the right length, how many digits
+    are wrong; of another length (a count of wrong positions would mean little), its length
+    and the first wrong digit."""
+    if len(got) != len(expected):
+        first = _first_wrong(got, expected) + 1
+        return f"{len(got)} digits for {len(expected)}, wrong from digit {first}: {got}"
+    wrong = sum(g != c for g, c in zip(got, expected, strict=True))
     return f"{wrong}/{len(expected)} digits wrong: {got}"
 
 
@@ -52,10 +57,11 @@ def _first_wrong(got: str, expected: str) -> int | None:
 
 
 def alignment_failure(model, length: int = 45, seed: int = 0) -> Picture:
-    """Reverse a random digit string with ``model``; show alpha against the right alignment.
+    """Reverse a random digit string with ``model``; show alpha against the ideal alignment.
 
-    For reversal, output digit t (1-based) should attend to source digit n + 1 - t: the
-    dotted line.  The red line marks the first wrong output digit.
+    For reversal the ideal alignment puts output digit t (1-based) on source digit n + 1 - t:
+    the dotted line (a bi-GRU's weight often sits one off it: its states read their
+    neighbours).  The red line marks the first wrong output digit.
     """
     rng = np.random.default_rng(seed)
     digits = "".join(rng.choice(list("0123456789"), size=length))

@@ -181,7 +181,7 @@ def length_figure(
 def real_language_by_length(by_length: dict, ax, sizes, split: str = "unseen") -> None:
     """RNNSearch against RNNEncDec on English->French, chrF by English length (words), on
     ``split`` (default: the held-out packages), each point with sacrebleu's 95% interval and
-    attention's gain written above it."""
+    attention's gain written above it; the word-by-word dictionary dashed, where measured."""
     buckets = by_length["splits"][split]
     names = list(buckets)
     x = np.arange(len(names))
@@ -199,6 +199,11 @@ def real_language_by_length(by_length: dict, ax, sizes, split: str = "unseen") -
             capsize=6,
             elinewidth=2,
         )
+    if all("dictionary" in buckets[b]["systems"] for b in names):  # the baseline to beat
+        chrf = [buckets[b]["systems"]["dictionary"]["chrf"]["score"] for b in names]
+        ax.plot(x, chrf, ls="--", color="0.45", lw=2.5, marker="D", ms=7)
+        ax.annotate("dictionary", (x[-1], chrf[-1]), xytext=(0, -10), textcoords="offset points",
+                    ha="right", va="top", fontsize=sizes.label, color="0.35")  # fmt: skip
     for i, b in enumerate(names):
         top = buckets[b]["systems"][attention]["chrf"]
         a, n = top["score"], buckets[b]["systems"][none]["chrf"]["score"]
@@ -216,7 +221,7 @@ def real_language_by_length(by_length: dict, ax, sizes, split: str = "unseen") -
     ends = [
         (c["score"] - c["ci"], c["score"] + c["ci"])
         for b in names
-        for c in (buckets[b]["systems"][m]["chrf"] for m in (attention, none))
+        for c in (s["chrf"] for s in buckets[b]["systems"].values())
     ]
     low, high = min(lo for lo, _ in ends), max(hi for _, hi in ends)
     ax.set_ylim(5 * math.floor(low / 5) - 1, high + 0.22 * (high - low))  # room for the gains

@@ -128,6 +128,9 @@ def verdict(index: TwinIndex | SeenUnavailable, text: str) -> Seen:
     if found is None:
         return Seen("new", None, "New: not in the training split, nor one word from a string in it")
     kind, string = found
+    if kind == "seen" and " ".join(string.split()) != " ".join(text.split()):
+        # the index ignores case and punctuation, the models do not: say what differs
+        return Seen(kind, string, f"Seen in training, written differently: '{_shown(string)}'")
     if kind == "seen":
         return Seen(kind, string, f"Seen in training: '{_shown(string)}'")
     return Seen(
