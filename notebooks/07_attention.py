@@ -449,25 +449,10 @@ lecture.teacher_forcing(transformer, "3 May 1979", "1979-05-03")
 # Minutes: 3
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# ### Masked (causal) attention
+# ### Masked (causal) attention: edit me
 #
-# Query $t$ may attend to keys $1..t$ only: `causal_mask(n)` is True on and below the diagonal,
-# and `masked_softmax` gives the forbidden keys a weight of exactly 0.
-
-# %% jupyter={"source_hidden": true}
-lecture.show_source(A.causal_mask, A.masked_softmax, A.mask_scores)
-
-# %% [markdown] slideshow={"slide_type": "notes"}
-# tril() keeps the lower triangle: row t (the query) allows columns 1..t (the keys). The masked
-# softmax sets the forbidden scores to the most negative number before the softmax, so their
-# exp is exactly 0, and a row with nothing allowed is all zeros rather than NaN.
-# Minutes: 1
-
-# %% [markdown] slideshow={"slide_type": "subslide"}
-# ### Edit me: the mask
-#
-# Change the mask and re-run: `mask.T` (the present and the future), `~mask` (only the future), or
-# `torch.ones(n, n, dtype=torch.bool)` (no mask). How much weight reaches the future?
+# Query $t$ may attend to keys $1..t$ only. Change the mask and re-run: `mask.T` (the present and
+# the future), `~mask` (only the future), `torch.ones(n, n, dtype=torch.bool)` (no mask).
 
 # %%
 n = 6
@@ -478,7 +463,10 @@ lecture.causal_demo(mask)
 # With the causal mask row t of the right panel sums to 1 over keys 1..t only, and the weight
 # on the future is exactly 0: no information flows from words not yet written. With no mask the
 # decoder could copy the answer during training (teacher forcing gives it the true outputs) and
-# would be useless at test time. A mask of the wrong shape or type gives a one-line message.
+# would be useless at test time. With ~mask the last query has no key left: its row is all
+# zeros (the library's masked softmax gives such a row 0 rather than NaN), so the future gets 5
+# of the 6 rows' weight. A mask of the wrong shape or type gives a one-line message. The
+# library's causal_mask and masked_softmax are in the backup.
 # Minutes: 2
 
 # %% [markdown] slideshow={"slide_type": "slide"}
@@ -780,8 +768,8 @@ lecture.vaswani_table(language)
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Backup slides
 #
-# Cut from the main path, kept for questions: the equations checked by hand, how the heads split
-# the work, your own score in a trained model, where the alignment breaks, training live, forward times on one thread, path
+# Cut from the main path, kept for questions: the equations checked by hand, the causal mask's
+# source, how the heads split the work, your own score in a trained model, where the alignment breaks, training live, forward times on one thread, path
 # lengths explored, $Q$/$K$/$V$ of the trained model, the library's multi-head attention, every
 # head on a date you type (HeadView), Table 2 of Vaswani et al., and rare words in German.
 
@@ -801,6 +789,20 @@ lecture.show_source(A.attention)
 # Read from the installed package when the cell runs, so the slide cannot drift from the code.
 # Three lines do the work: the scores, the masked softmax (alpha), and the weighted sum of the
 # values (c_t). A backup slide writes the same equations out by hand and checks them.
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### Backup: the library's causal mask and masked softmax
+#
+# Query $t$ may attend to keys $1..t$ only: `causal_mask(n)` is True on and below the diagonal,
+# and `masked_softmax` gives the forbidden keys a weight of exactly 0.
+
+# %% jupyter={"source_hidden": true}
+lecture.show_source(A.causal_mask, A.masked_softmax, A.mask_scores)
+
+# %% [markdown] slideshow={"slide_type": "notes"}
+# tril() keeps the lower triangle: row t (the query) allows columns 1..t (the keys). The masked
+# softmax sets the forbidden scores to the most negative number before the softmax, so their
+# exp is exactly 0, and a row with nothing allowed is all zeros rather than NaN.
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Backup: A fair comparison? Compute, measured

@@ -275,6 +275,25 @@ def test_mask_picture_and_training_plot_read_from_the_back():
     np.testing.assert_allclose(tp.acc_line.get_ydata(), [0.3, 0.9])
 
 
+def test_mask_picture_says_how_much_weight_reaches_the_future():
+    import torch
+
+    from attnlab.attention import causal_mask, scaled_dot_product_attention
+
+    Q, K, V = torch.randn(5, 4), torch.randn(5, 4), torch.randn(5, 4)
+    causal = causal_mask(5)
+    _, w = scaled_dot_product_attention(Q, K, V, mask=causal)
+    titles = [a.get_title() for a in plots.mask_and_weights(causal, w).axes if a.get_title()]
+    assert titles[0] == "the mask: True = may attend"
+    assert titles[1].endswith("on future keys: 0.00")
+    future = ~causal  # only the future (the last query has no key left: a row of zeros)
+    _, w = scaled_dot_product_attention(Q, K, V, mask=future)
+    expected = float(w.triu(diagonal=1).sum())
+    assert expected == pytest.approx(4.0)  # queries 1-4 put all their weight there
+    title = [a.get_title() for a in plots.mask_and_weights(future, w).axes if a.get_title()][1]
+    assert title.endswith(f"on future keys: {expected:.2f}")
+
+
 def test_live_plot_updates_one_picture_in_place(monkeypatch):
     shown = []
 

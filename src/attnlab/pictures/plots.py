@@ -295,16 +295,18 @@ def head_grid(
 
 # --------------------------------------------------------------------------- causal mask
 def mask_and_weights(mask, weights, shown_width_px: float = 900) -> Figure:
-    """The causal mask (True = may attend) beside the masked softmax weights, positions 1..n."""
+    """The mask (True = may attend) beside the masked softmax weights, positions 1..n; the
+    weights' title says how much of it lands on future keys (exactly 0 with the causal mask)."""
     mask, weights = np.asarray(mask, dtype=float), np.asarray(weights, dtype=float)
     n = mask.shape[-1]
+    future = float(np.triu(weights, k=1).sum())  # weight on keys j > t, all queries
     width = 9.0
     fig, sizes = shown_figure(width, 4.0, shown_width_px)
     axes = fig.subplots(1, 2)
     positions = [str(i + 1) for i in range(n)]
     panels = (
-        (mask, "Greys", "causal mask: True = may attend"),
-        (weights, "viridis", "softmax(QKᵀ/√d_k), masked"),
+        (mask, "Greys", "the mask: True = may attend"),
+        (weights, "viridis", f"weights; on future keys: {future:.2f}"),
     )
     for ax, (values, cmap, name) in zip(axes, panels, strict=True):
         still_heatmap(
