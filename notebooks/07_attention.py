@@ -505,14 +505,21 @@ X = torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])  # x_1, x_2, x_3: (n, d)
 out, alpha = A.scaled_dot_product_attention(X, X, X)  # softmax(X X^T / sqrt(2)) X
 alpha.round(decimals=2), out.round(decimals=2)
 
+# %% [markdown] slideshow={"slide_type": "fragment"}
+# **Why $W^Q \neq W^K$:** with $Q = K$ a token favours itself (score $|x|^2$).<br>
+# If $W^Q$ swaps the two features, $x_1$ asks like $x_2$: weights 0.20, 0.40, 0.40.
+
 # %% [markdown] slideshow={"slide_type": "notes"}
 # Do row 1 on the board: scores 1/sqrt(2) = 0.71, 0, 0.71; exp gives 2.03, 1, 2.03, sum 5.06,
 # so the weights are 0.40, 0.20, 0.40 and the output 0.40 (1,0) + 0.20 (0,1) + 0.40 (1,1) =
 # (0.80, 0.60). Each token ends up a mix of the tokens like it; x_3, like both, mixes all
 # three. The library's function gives the same numbers (the cell). A trained layer only adds
-# the three projections W^Q, W^K, W^V in front. Why W^Q differs from W^K: with Q = K, as here,
-# a token's score with itself is |x|^2, at least x . y for every y no longer than x, so each
-# token tends to attend to itself (x_3 puts 0.50 on itself); two maps let it look for others.
+# the three projections W^Q, W^K, W^V in front. Why W^Q differs from W^K (the fragment): with
+# Q = K, as here, a token's score with itself is |x|^2, at least x . y for every y no longer
+# than x, so each token tends to attend to itself (x_3 puts 0.50 on itself). With W^Q = [[0, 1],
+# [1, 0]] and W^K = I, x_1's query is (0, 1): its scores are those of row x_2 (0, 0.71, 0.71),
+# its weights 0.20, 0.40, 0.40, so x_1 now looks at the tokens that have the feature it lacks.
+# Two maps let a token look for others; V's own map decides what it then takes from them.
 # Minutes: 3
 
 # %% [markdown] slideshow={"slide_type": "subslide"}

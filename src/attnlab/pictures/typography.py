@@ -12,11 +12,15 @@ goes through :func:`literal`, so ``$`` and ``\`` show as typed.
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
+from pathlib import Path
 
+import matplotlib
+from matplotlib import font_manager
 from matplotlib.figure import Figure
 from matplotlib.text import Text
 
 __all__ = [
+    "use_matplotlib_fonts",
     "SLIDE_WIDTH_PX",
     "SLIDE_HEIGHT_PX",
     "MIN_TEXT_PX",
@@ -31,6 +35,27 @@ __all__ = [
     "RECORD_KEY",
     "picture_record",
 ]
+
+
+def use_matplotlib_fonts() -> None:
+    """Draw with the fonts matplotlib ships (DejaVu), never a system copy of the same name.
+
+    A machine with Debian's fonts-dejavu has a second "DejaVu Sans", of another version: which
+    one matplotlib picks depends on the order of its font cache, and the pictures' bytes (the
+    stored frames are compared with the ones drawn now) and their math italics with it.  The
+    shipped files go first in the font manager's list, so every machine draws the same."""
+    shipped = Path(matplotlib.get_data_path(), "fonts", "ttf")
+    manager = font_manager.fontManager
+    known = {Path(f.fname) for f in manager.ttflist}
+    for path in sorted(shipped.glob("*.ttf")):
+        if path not in known:
+            manager.addfont(str(path))
+    ours = [f for f in manager.ttflist if Path(f.fname).parent == shipped]
+    manager.ttflist = ours + [f for f in manager.ttflist if Path(f.fname).parent != shipped]
+    manager._findfont_cached.cache_clear()  # answers given before the reorder
+
+
+use_matplotlib_fonts()
 
 SLIDE_WIDTH_PX, SLIDE_HEIGHT_PX = 1280, 720  # the deck's RISE size
 MIN_TEXT_PX = 18.0  # the smallest type that reads from the back of the room
