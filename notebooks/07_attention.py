@@ -42,7 +42,7 @@
 # * use attention inside an RNN sequence-to-sequence model (Bahdanau et al.),
 # * build a sequence-to-sequence model from attention alone, with no RNN (the Transformer).
 
-# %% [markdown] slideshow={"slide_type": "notes"}
+# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Welcome. Three goals on the slide; the whole lecture is a story of one idea: instead of
 # squeezing the input into one vector, let the decoder *look back* at every input position and
 # decide where to look. Everything shown is live: press Shift+Enter on any code cell. The code
@@ -77,7 +77,7 @@ torch.set_num_threads(1)  # small, latency-bound work: one thread is fastest on 
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # **The bottleneck:** the *whole* input, however long, must fit into that one vector.
 
-# %% [markdown] slideshow={"slide_type": "notes"}
+# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Ask the room what could go wrong before revealing the fragment. The vector has the same size
 # for a 3-word and a 50-word sentence: something has to give. Next: we see it happen with our own
 # models. The decoder conditions on the vector and on its own previous outputs y_{<t}. Two
@@ -103,7 +103,7 @@ rnnenc.translate("3 May 1979"), rnnenc.translate("Wednesday, 17 September 2064")
 # %% jupyter={"source_hidden": true}
 lecture.reverse_demo(["rnnenc-reverse", "rnnsearch-reverse"], lengths=[6, 12, 25, 40])
 
-# %% [markdown] slideshow={"slide_type": "notes"}
+# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # rnnenc-dates: a GRU encoder whose final state c is all the decoder sees of the source (read at
 # every decoder step, with its previous outputs). The fixed-vector model copes with short strings
 # and collapses on long ones: it has to remember every digit in one state vector. The attention
@@ -124,16 +124,16 @@ lecture.reverse_demo(["rnnenc-reverse", "rnnsearch-reverse"], lengths=[6, 12, 25
 # Soft, so it is differentiable: the network *learns* what to look up.
 
 # %%
-keys = torch.tensor([[1.0, 0.0], [0.0, 1.0], [0.6, 0.8]])  # k_1, k_2, k_3: (n, d)
-values = torch.tensor([[10.0], [20.0], [30.0]])  # v_1, v_2, v_3: (n, 1)
+keys = torch.tensor([[1.0, 0.0], [0.0, 1.0], [0.6, 0.8]])  # k_1..k_3: (n, d)
+values = torch.tensor([[10.0], [20.0], [30.0]])  # v_1..v_3: (n, 1)
 query = torch.tensor([[2.0, 0.5]])  # q: most like k_1, then k_3: (1, d)
 
-hard = values[(query @ keys.T).argmax()]  # hard attention: the argmax's value only
-soft, alpha = A.attention(query, keys, values)  # softmax(q . k_i); sum_i alpha_i v_i
+hard = values[(query @ keys.T).argmax()]  # the argmax's value only
+soft, alpha = A.attention(query, keys, values)  # sum_i alpha_i v_i
 a = alpha.squeeze().numpy().round(2)
 print(f"alpha = {a}: soft {soft.item():.1f}, hard {hard.item():.0f}")
 
-# %% [markdown] slideshow={"slide_type": "notes"}
+# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Scores 2.0, 0.5 and 1.6; softmax gives about 0.53, 0.12 and 0.35: about half of the weight on
 # k_1, a third on k_3 (q is close to k_3 too: not "a little like" it) and an eighth on k_2. The
 # soft lookup returns 18.3. The cell's "hard" line is not a dict: it is hard attention, an argmax
@@ -151,7 +151,7 @@ print(f"alpha = {a}: soft {soft.item():.1f}, hard {hard.item():.0f}")
 #
 # <img src="../pics/seq2seq_attention.png" width="90%">
 
-# %% [markdown] slideshow={"slide_type": "notes"}
+# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # The fix is simple to state: don't throw away the encoder states. Query s_{t-1}, keys and
 # values h_i, result c_t: the soft lookup of the previous slide. Arrow thickness = attention
 # weight alpha_{t,i}; the weights sum to 1 over i. (Bahdanau et al.: ICLR 2015, arXiv 2014.)
@@ -176,7 +176,7 @@ print(f"alpha = {a}: soft {soft.item():.1f}, hard {hard.item():.0f}")
 # Output: $p(y_t \mid y_{<t}, x) = g(y_{t-1}, s_t, c_t)$. Our RNNSearch: additive. The paper
 # indexes the target by $i$, the source by $j$.
 
-# %% [markdown] slideshow={"slide_type": "notes"}
+# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Walk through top to bottom. alpha is a softmax over source positions, so the weights are
 # positive and sum to one: c_t is a weighted average of the h_i. The score says how well the
 # previous decoder state s_{t-1} (the query) matches h_i (the key). y_0 is the start token <s>
@@ -196,7 +196,7 @@ print(f"alpha = {a}: soft {soft.item():.1f}, hard {hard.item():.0f}")
 # %% jupyter={"source_hidden": true}
 widgets.ScoreLab()
 
-# %% [markdown] slideshow={"slide_type": "notes"}
+# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Dot s^T h, scaled dot s^T h / sqrt(d), general s^T W_a h and additive v^T tanh(W s + U h)
 # (Bahdanau's): one RNNSearch trained on dates with each, all through the same softmax. They
 # plug into the same place (a score per (query, key) pair, then the softmax), but they are not
@@ -217,7 +217,7 @@ widgets.ScoreLab()
 # %% jupyter={"source_hidden": true}
 widgets.DecodeStepper()  # the shipped rnnsearch-dates; more models in the model chooser
 
-# %% [markdown] slideshow={"slide_type": "notes"}
+# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Row t of the heatmap is alpha_{t,1..n}: the weights the decoder gives the source characters
 # while writing output character t. At step 1 on "3 May 1979", y_1 = '1' attends to the '9' after
 # the '1', not to the '1': no mistake. The bi-GRU's state there reads both directions, and its
@@ -239,7 +239,7 @@ language = load_results()  # measured once over the test split, with the models 
 rnnsearch_fr = attnlab.load("rnnsearch-en-fr")
 lecture.held_out_example(rnnsearch_fr, language["word_order"])
 
-# %% [markdown] slideshow={"slide_type": "notes"}
+# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Read it like Bahdanau's Fig. 3: each row is one French output piece, its weights over the
 # English pieces (a word may be several pieces; "##" marks a piece that continues a word). The
 # string is from the test split (not itself in training; it has 3 words, and near-twins are only
@@ -261,7 +261,7 @@ lecture.held_out_example(rnnsearch_fr, language["word_order"])
 # Left: digits, 1000 steps of 128 strings per model. Right: our EN→FR models on held-out
 # packages (95% intervals): attention ahead by 4 on 1-3 words, 8-10 beyond; a dictionary above both.
 
-# %% [markdown] slideshow={"slide_type": "notes"}
+# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # The picture is drawn from the results file of our length experiment, not copied from the paper.
 # What we see against the paper's Fig. 2: the same direction (the fixed vector fails on long
 # inputs, RNNsearch-50 holds), but sharper: our RNNEncDec is right on 74.5% of strings of 5-10
@@ -297,7 +297,7 @@ lecture.sequential_steps(lengths=[8, 32, 128, 512], d=32)
 # still, in our implementation (a GRU's step loop against batched matrix products) it was faster
 # on one CPU thread at every $n$ we timed (backup).
 
-# %% [markdown] slideshow={"slide_type": "notes"}
+# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # The whole idea in one sentence: attention replaces recurrence. Careful with "every position
 # to every other": true in the encoder, false in the decoder's masked self-attention, and
 # cross-attention links the decoder to the source only. "Parallel over positions", measured:
@@ -324,8 +324,10 @@ lecture.sequential_steps(lengths=[8, 32, 128, 512], d=32)
 # %%
 torch.manual_seed(0)
 mha = A.MultiHeadAttention(d_model=8, num_heads=2)
-x, perm = torch.randn(5, 8), torch.tensor([3, 0, 4, 1, 2])  # 5 tokens; a shuffle
-torch.allclose(mha(x[perm], x[perm], x[perm]), mha(x, x, x)[perm], atol=1e-6)
+x = torch.randn(5, 8)  # 5 tokens: (n, d)
+perm = torch.tensor([3, 0, 4, 1, 2])  # a shuffle of them
+xp = x[perm]
+torch.allclose(mha(xp, xp, xp), mha(x, x, x)[perm], atol=1e-6)
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # Add a positional encoding (position $pos$ gets $PE_{pos}$ whatever token sits there), and
@@ -333,10 +335,10 @@ torch.allclose(mha(x[perm], x[perm], x[perm]), mha(x, x, x)[perm], atol=1e-6)
 
 # %%
 pe = A.positional_encoding(5, 8)  # PE for pos = 0..4: (n, d)
-xs, xp = x + pe, x[perm] + pe  # in order; shuffled, at the same positions
+xs, xp = x + pe, x[perm] + pe  # in order; shuffled, same positions
 torch.allclose(mha(xp, xp, xp), mha(xs, xs, xs)[perm], atol=1e-6)
 
-# %% [markdown] slideshow={"slide_type": "notes"}
+# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Every score is q_t . k_i, and nothing in it says where t and i sit: "1979 May 3" and
 # "3 May 1979" would look the same to the model (permutation-equivariant). Adding a position
 # vector to each token breaks the symmetry: after the shuffle the tokens meet different
@@ -353,7 +355,7 @@ torch.allclose(mha(xp, xp, xp), mha(xs, xs, xs)[perm], atol=1e-6)
 # %% jupyter={"source_hidden": true}
 lecture.positional_encoding_picture(n=40, d=64, at=10)
 
-# %% [markdown] slideshow={"slide_type": "notes"}
+# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Left and middle: the 32 sine and the 32 cosine dimensions, one row per pair index i. Low i
 # oscillates fast, high i slowly, like the hands of a clock; together each position gets a
 # unique pattern. Right: the dot product of every position's vector with position 10's. It
@@ -380,7 +382,7 @@ lecture.positional_encoding_picture(n=40, d=64, at=10)
 # $O(\log_k n)$ is for dilated convolutions; contiguous ones need $\lceil (n-1)/(k-1) \rceil$,
 # $O(n/k)$. Exact counts: RNN $n$, self-attention 1.
 
-# %% [markdown] slideshow={"slide_type": "notes"}
+# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Short paths make long-range dependencies easier to learn: gradients and information pass
 # through fewer nonlinear steps. A step is a layer or a time step; the count is the edges on the
 # shortest path from input 1 to output n, as the library (attnlab.experiments.path_lengths),
@@ -401,7 +403,7 @@ lecture.positional_encoding_picture(n=40, d=64, at=10)
 #
 # <img src="../pics/transformer_overview.png" width="100%">
 
-# %% [markdown] slideshow={"slide_type": "notes"}
+# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Three attentions: self-attention in the encoder, masked self-attention in the decoder (each
 # position may attend only to earlier positions), and cross-attention from the decoder to the
 # encoder's output. Our model normalises *before* each sub-layer (pre-LN: x + Sublayer(LN(x)),
@@ -435,7 +437,7 @@ lecture.teacher_forcing(transformer, "3 May 1979", "1979-05-03")
 # (Bengio et al., 2015), sequence-level training (Ranzato et al., 2016). (Beam search is another
 # matter: a test-time search that keeps several prefixes.)
 
-# %% [markdown] slideshow={"slide_type": "notes"}
+# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Live on the trained transformer-dates. The passes are counted (a hook on the output layer),
 # not assumed: training predicts all 11 positions in 1 pass; decoding needs 11 passes, one per
 # token. So the Transformer trains in parallel over positions but still writes one token at a
@@ -459,7 +461,7 @@ n = 6
 mask = A.causal_mask(n)  # <- edit this line
 lecture.causal_demo(mask)
 
-# %% [markdown] slideshow={"slide_type": "notes"}
+# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # With the causal mask row t of the right panel sums to 1 over keys 1..t only, and the weight
 # on the future is exactly 0: no information flows from words not yet written. With no mask the
 # decoder could copy the answer during training (teacher forcing gives it the true outputs) and
@@ -476,7 +478,7 @@ lecture.causal_demo(mask)
 #
 # $Q$, $K$, $V$: three learned projections of the same $x$; $QK^\top$ sets the weights, $V$ is mixed.
 
-# %% [markdown] slideshow={"slide_type": "notes"}
+# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # The soft dictionary lookup again, for all queries at once as one matrix product, with
 # dot-product scores divided by sqrt(d_k). In self-attention Q = xW^Q, K = xW^K, V = xW^V are
 # three linear maps of the same token vectors x (backup: recomputed from the trained model).
@@ -501,15 +503,16 @@ lecture.causal_demo(mask)
 # | $x_3$ | 0.71, 0.71, 1.41 | 0.25, 0.25, 0.50 | (0.75, 0.75) |
 
 # %%
-X = torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])  # x_1, x_2, x_3: (n, d)
-out, alpha = A.scaled_dot_product_attention(X, X, X)  # softmax(X X^T / sqrt(2)) X
+X = torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])  # x_1..x_3: (n, d)
+# Q = K = V = X: softmax(X X^T / sqrt(2)) X
+out, alpha = A.scaled_dot_product_attention(X, X, X)
 alpha.round(decimals=2), out.round(decimals=2)
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # **Why $W^Q \neq W^K$:** with $Q = K$ a token favours itself (score $|x|^2$).<br>
 # If $W^Q$ swaps the two features, $x_1$ asks like $x_2$: weights 0.20, 0.40, 0.40.
 
-# %% [markdown] slideshow={"slide_type": "notes"}
+# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Do row 1 on the board: scores 1/sqrt(2) = 0.71, 0, 0.71; exp gives 2.03, 1, 2.03, sum 5.06,
 # so the weights are 0.40, 0.20, 0.40 and the output 0.40 (1,0) + 0.20 (0,1) + 0.40 (1,1) =
 # (0.80, 0.60). Each token ends up a mix of the tokens like it; x_3, like both, mixes all
@@ -528,7 +531,7 @@ alpha.round(decimals=2), out.round(decimals=2)
 # %% jupyter={"source_hidden": true}
 widgets.ScaledDotExplorer()
 
-# %% [markdown] slideshow={"slide_type": "notes"}
+# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # For random q, k with unit-variance entries, q^T k has variance d_k: unscaled, the scores grow
 # with d_k and the softmax saturates (one weight near 1, tiny gradients). Press the preset
 # (unscaled, d_k = 512): the readout gives std(QK^T) 22.2 against 1.0 scaled, and a largest
@@ -544,20 +547,20 @@ widgets.ScaledDotExplorer()
 
 # %%
 torch.manual_seed(0)
-mha = A.MultiHeadAttention(d_model=8, num_heads=2)  # h = 2 heads of d_k = 4
+mha = A.MultiHeadAttention(d_model=8, num_heads=2)  # h = 2, d_k = 4
 x = torch.randn(5, 8)  # 5 tokens: (n, d_model)
-split = [W(x).view(5, 2, 4).transpose(0, 1) for W in (mha.W_q, mha.W_k, mha.W_v)]
-Q, K, V = split  # each (h, n, d_k): head i gets columns 4i .. 4i+3
-heads, _ = A.scaled_dot_product_attention(Q, K, V)  # every head at once: (h, n, d_k)
-out = mha.W_o(heads.transpose(0, 1).reshape(5, 8))  # Concat(head_1, head_2) W^O
-assert torch.allclose(out, mha(x, x, x), atol=1e-6)  # = the library's MultiHeadAttention
+W = (mha.W_q, mha.W_k, mha.W_v)  # head i: columns 4i .. 4i+3
+Q, K, V = [w(x).view(5, 2, 4).transpose(0, 1) for w in W]  # (h, n, d_k)
+heads, _ = A.scaled_dot_product_attention(Q, K, V)  # all heads at once
+out = mha.W_o(heads.transpose(0, 1).reshape(5, 8))  # Concat(heads) W^O
+assert torch.allclose(out, mha(x, x, x), atol=1e-6)  # = the library's
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # **One projection, cut into $h$:** $W^Q, W^K, W^V, W^O$ are $d_{model} \times d_{model}$
 # whatever $h$ is; head $i$ attends in its own $d_k = d_{model}/h$ columns: the parameters and
 # FLOPs of one wide head, with $h$ weight maps instead of one.
 
-# %% [markdown] slideshow={"slide_type": "notes"}
+# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # One projection per role, then the columns are cut into h groups: each head attends in its own
 # d_k = d_model / h dimensions, at the same total cost as one big head. The heads' outputs are
 # put side by side again and mixed by W^O. The library's forward does exactly these steps (its
@@ -578,7 +581,7 @@ lecture.heads_compared()  # training by the recipe, cached: about 10 minutes (`a
 # Dates need few relations: one head learns them as fast. On WMT news one head was 0.9 BLEU
 # below the best setting, and 32 heads were worse too (Vaswani et al., Table 3, rows A).
 
-# %% [markdown] slideshow={"slide_type": "notes"}
+# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # The question is why several heads instead of one head as wide, at the same parameter count.
 # The intuition: one head's softmax can put weight on two places, but the head's output is one
 # weighted average of the values, so two different things it finds are mixed into one vector;
@@ -604,7 +607,7 @@ lecture.heads_compared()  # training by the recipe, cached: about 10 minutes (`a
 transformer_de, verb = attnlab.load("transformer-en-de"), language["verb_final"]
 lecture.held_out_example(transformer_de, verb, layer=verb["layer"], head=verb["head"])
 
-# %% [markdown] slideshow={"slide_type": "notes"}
+# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # English commands put the verb first ("Clear all filters"); German interface strings put the
 # infinitive last ("Alle Filter löschen", "Datei speichern"). That is the style of commands,
 # not a rule that German moves the verb to the end: a German main clause is verb-second, and
@@ -627,7 +630,7 @@ lecture.self_attention_heads(transformer_de, verb["source"], layer=0)  # held ou
 # Over the whole test split, each head's strongest weight falls on some kind of key more often
 # than chance, but no head does one job most of the time (backup: the table).
 
-# %% [markdown] slideshow={"slide_type": "notes"}
+# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # The four heads of the first encoder layer of transformer-en-de on the held-out phrase of the
 # slide before: each query row sums to 1. Ask the room what each head seems to do; then the measurement:
 # In our small model every head does something more often than chance, but none does one job
@@ -651,7 +654,7 @@ lecture.self_attention_heads(transformer_de, verb["source"], layer=0)  # held ou
 occlusion = language["alpha_vs_occlusion"]
 lecture.alpha_and_occlusion(occlusion["example"], occlusion["agreement"])
 
-# %% [markdown] slideshow={"slide_type": "notes"}
+# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Jain and Wallace (2019) showed, on text classification, question answering and inference, that
 # attention weights need not say what the output depends on; they left seq2seq models out.
 # Wiegreffe and Pinter (2019) answer that this depends on what one asks of an explanation and how
@@ -670,29 +673,41 @@ lecture.alpha_and_occlusion(occlusion["example"], occlusion["agreement"])
 # Minutes: 3
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
+# ### Prepared phrases, from applications the model never saw
+
+# %% jupyter={"source_hidden": true}
+widgets.PhraseGallery("transformer-en-fr", lecture.PREPARED_PHRASES)
+
+# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
+# Five strings of the two held-out packages (Trac, OpenSlides), none in the training split nor
+# one word from a string there, each translated once (the picture is stored: the list works in
+# the exported page too). The first, "Show previous version in browser", comes out as the
+# reference word for word, "Afficher la version précédente dans le navigateur", the rows
+# crossing where "previous version" becomes "version précédente". The 3-word ones have one-word
+# neighbours in training (such as "Delete selected documents"): the line under the picture says
+# "under 4 words" because near-twins are only counted from 4 words. The last is the honest
+# failure: "Can support motions" gives "Peut supporttions de support", a word it has barely
+# seen, cut into pieces and glued back wrongly.
+# Minutes: 2
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Your phrase, translated live
 
 # %% jupyter={"source_hidden": true}
 widgets.DecodeStepper("transformer-en-fr", text="Show previous version in browser")
 
-# %% [markdown] slideshow={"slide_type": "notes"}
-# It opens on a string of a package the models never saw (Trac): "Afficher la version
-# précédente dans le navigateur", the reference word for word, with the rows crossing where
-# "previous version" becomes "version précédente". Prepared held-out phrases (from the two
-# held-out packages, none in training; the 3-word ones have one-word neighbours there, such as
-# "Delete selected documents"): "Delete selected participants", "No revisions found", "View the
-# ticket description", and one honest failure, "Can support motions" (it writes "Peut
-# supporttions de support": a word it has barely seen). Then ask the room for a phrase from the
-# menus they see every day; the line beside the output says whether the phrase (or, from 4
-# words on, one a word away from it) was in training: "Close all tabs" and "Restart
-# kernel" were, so they show memory, not generalisation. Nothing is unknown to it: a rare word
-# is written in pieces. Warn the room first: it learned interface strings, not sentences ("I
+# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
+# It opens on the first prepared phrase, with the mean of the last layer's heads. Ask the room
+# for a phrase from the menus they see every day; the line beside the output says whether the
+# phrase (or, from 4 words on, one a word away from it) was in training: "Close all tabs" and
+# "Restart kernel" were, so they show memory, not generalisation. Nothing is unknown to it: a
+# rare word is written in pieces. Warn the room first: it learned interface strings, not sentences ("I
 # would like a cup of coffee" comes out as nonsense), and it reads case as written. The model
 # chooser has the EN->DE Transformer (weaker: it loses to a word-by-word dictionary on chrF;
 # "Show hidden files" gives "Verste Dateien anzeigen", "Show Hidden Files" the right
 # "Versteckte Dateien anzeigen", and "Cancel" gives "Verbrechen", crime) and the EN->FR
 # RNNSearch.
-# Minutes: 3
+# Minutes: 2
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ### Ours, and Vaswani et al.'s Table 2: not comparable
@@ -706,7 +721,7 @@ lecture.vaswani_table(language)
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # The word-by-word dictionary beats our Transformers on chrF in 3 of the 4 columns.
 
-# %% [markdown] slideshow={"slide_type": "notes"}
+# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Two tables on purpose: no number of ours sits in a column of theirs. Different data (about
 # 23,000 interface-string pairs per language against WMT 2014's news), different test sets:
 # Vaswani et al. test on newstest2014 news sentences; we test on interface strings (at most 15
@@ -739,7 +754,7 @@ lecture.vaswani_table(language)
 # * Kudo, Richardson. [SentencePiece](https://arxiv.org/abs/1808.06226), a subword tokenizer and detokenizer. EMNLP 2018.
 # * Vaswani et al. [Attention is all you need](https://arxiv.org/abs/1706.03762). arXiv 2017 (NIPS 2017: 41.0 on EN-FR).
 
-# %% [markdown] slideshow={"slide_type": "notes"}
+# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # The papers behind the slides, in the order the lecture uses them: the two seq2seq designs
 # (Sutskever et al.; Cho et al., whose decoder reads c at every step, as our RNNEncDec),
 # attention (Bahdanau et al.; Luong et al.'s scores), rare words and subwords (Luong et al. ACL
@@ -764,7 +779,7 @@ lecture.vaswani_table(language)
 #
 # Exercises: `notebooks/07_attention_exercises.ipynb`. Backup slides follow.
 
-# %% [markdown] slideshow={"slide_type": "notes"}
+# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Heads (Clark et al., Michel et al., Voita et al.); "attention is not explanation" (Jain and
 # Wallace, Wiegreffe and Pinter, and for translation Koehn and Knowles, Ghader and Monz); Rao and
 # McMahan's chapter 8 is the textbook reference of the lecture this deck started from; Weng's
@@ -780,7 +795,7 @@ lecture.vaswani_table(language)
 # lengths explored, $Q$/$K$/$V$ of the trained model, the library's multi-head attention, every
 # head on a date you type (HeadView), Table 2 of Vaswani et al., and rare words in German.
 
-# %% [markdown] slideshow={"slide_type": "notes"}
+# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Not part of the 90 minutes: open one of these when a question asks for it.
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
@@ -792,7 +807,7 @@ lecture.vaswani_table(language)
 # %% jupyter={"source_hidden": true}
 lecture.show_source(A.attention)
 
-# %% [markdown] slideshow={"slide_type": "notes"}
+# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Read from the installed package when the cell runs, so the slide cannot drift from the code.
 # Three lines do the work: the scores, the masked softmax (alpha), and the weighted sum of the
 # values (c_t). A backup slide writes the same equations out by hand and checks them.
@@ -806,7 +821,7 @@ lecture.show_source(A.attention)
 # %% jupyter={"source_hidden": true}
 lecture.show_source(A.causal_mask, A.masked_softmax, A.mask_scores)
 
-# %% [markdown] slideshow={"slide_type": "notes"}
+# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # tril() keeps the lower triangle: row t (the query) allows columns 1..t (the keys). The masked
 # softmax sets the forbidden scores to the most negative number before the softmax, so their
 # exp is exactly 0, and a row with nothing allowed is all zeros rather than NaN.
@@ -825,7 +840,7 @@ lecture.equal_compute()
 # held-out accuracy was still creeping up (0.06 to 0.12 over the last 700 steps): under-trained
 # at this budget, but not short-changed.
 
-# %% [markdown] slideshow={"slide_type": "notes"}
+# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Not equal compute: 7.0 against 4.3 TFLOP (1.6x) and 195,022 against 101,582 parameters. The
 # honest statement: at 1.6x the compute the design without attention still fails (far behind on
 # long strings); we did not train it to convergence (its loss still fell slowly at 1000 steps),
@@ -840,13 +855,14 @@ lecture.equal_compute()
 lecture.show_source(A.scaled_dot_product_attention, A.scaled_dot_score)
 
 # %%
-Q, K, V = torch.randn(3, 4), torch.randn(5, 4), torch.randn(5, 2)  # m = 3, n = 5, d_k = 4
-alpha = torch.softmax(Q @ K.T / 4**0.5, dim=-1)  # softmax(Q K^T / sqrt(d_k)): (m, n)
+Q, K = torch.randn(3, 4), torch.randn(5, 4)  # m = 3, n = 5, d_k = 4
+V = torch.randn(5, 2)  # d_v = 2
+alpha = torch.softmax(Q @ K.T / 4**0.5, dim=-1)  # (m, n)
 out = alpha @ V  # ... V: (m, d_v)
 lib_out, lib_alpha = A.scaled_dot_product_attention(Q, K, V)
 assert torch.allclose(out, lib_out) and torch.allclose(alpha, lib_alpha)
 
-# %% [markdown] slideshow={"slide_type": "notes"}
+# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # The library's body is the equation; the second cell writes it out on three queries and five
 # keys and checks it against the library (no output: the assert held; re-run it, any values).
 # Everything the Transformer does with attention goes through this one function.
@@ -860,7 +876,7 @@ assert torch.allclose(out, lib_out) and torch.allclose(alpha, lib_alpha)
 #
 # <img src="../pics/wavenet.png" width="95%">
 
-# %% [markdown] slideshow={"slide_type": "notes"}
+# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # The picture: a WaveNet-style stack of dilated causal convolutions against ordinary ones; dilation k^l in layer l reaches k^l positions back, so ceil(log_k n) layers connect input 1 to output n. The path-lengths explorer (backup) counts every design for any n.
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
@@ -876,7 +892,7 @@ assert torch.allclose(out, lib_out) and torch.allclose(alpha, lib_alpha)
 # %% jupyter={"source_hidden": true}
 lecture.show_source(attnlab.models.transformer.EncoderLayer.forward)
 
-# %% [markdown] slideshow={"slide_type": "notes"}
+# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Pre-LN, as our model: x + SelfAttn(LN(x)), then x + FFN(LN(x)). Ask: what would happen
 # without the residual? (each layer would have to re-create the whole vector; deep stacks train
 # badly.) The exercise asks students to write this block and runs it inside transformer-dates.
@@ -890,7 +906,7 @@ lecture.show_source(attnlab.models.transformer.EncoderLayer.forward)
 # %% jupyter={"source_hidden": true}
 lecture.three_attentions(transformer, "3 May 1979")
 
-# %% [markdown] slideshow={"slide_type": "notes"}
+# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Left: the encoder's tokens attend to each other (no mask: every token sees the whole date).
 # Middle: the decoder's masked self-attention, the causal triangle: the query at input y_{t-1}
 # sees the inputs <s>, y_1..y_{t-1} only, never y_t, the output it is about to write. Right:
@@ -906,7 +922,7 @@ lecture.three_attentions(transformer, "3 May 1979")
 # %% jupyter={"source_hidden": true}
 lecture.heads_measured()  # lecture.head_study(transformer, n=200), cached: 4 s
 
-# %% [markdown] slideshow={"slide_type": "notes"}
+# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # With all 4 heads it is right on every fresh date; any one head alone gets almost nothing
 # right (0-1%), and without any one of them (head k switched off in all 6 attentions at once) it
 # gets only 32-61% right. So the heads are not copies: the work is split among them. (Setting a
@@ -923,7 +939,7 @@ lecture.heads_measured()  # lecture.head_study(transformer, n=200), cached: 4 s
 # %% jupyter={"source_hidden": true}
 lecture.head_roles_table(language["head_roles"]["transformer-en-de"], layer=0)
 
-# %% [markdown] slideshow={"slide_type": "notes"}
+# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # In our small model every head does something more often than chance, but none does one job
 # most of the time: the heads are only weakly specialised, and reading a job off one picture
 # (the per-head picture) would have overstated it. That is the honest, measured answer to "what do the
@@ -939,7 +955,7 @@ lecture.head_roles_table(language["head_roles"]["transformer-en-de"], layer=0)
 # %% jupyter={"source_hidden": true}
 lecture.model_table()
 
-# %% [markdown] slideshow={"slide_type": "notes"}
+# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Same task, same data, the three designs of this lecture, read from each checkpoint's card
 # (what our training script measured). RNNSearch reaches its target after 100 steps; the
 # fixed-vector RNNEncDec has a fixed budget of 200 steps (twice that) and stops there; the
@@ -956,17 +972,17 @@ torch.manual_seed(0)
 n, d = 5, 4
 h = torch.randn(n, d)  # h_1..h_n: the encoder states, (n, d)
 s_prev = torch.randn(1, d)  # s_{t-1}: the decoder state, (1, d)
-score = A.GeneralScore(d, d)  # score(s_{t-1}, h_i) = s_{t-1}^T W_a h_i
+score = A.GeneralScore(d, d)  # s_{t-1}^T W_a h_i
 
 e = s_prev @ score.W_a @ h.T  # score(s_{t-1}, h_i) for i = 1..n: (1, n)
-alpha = e.exp() / e.exp().sum(-1, keepdim=True)  # alpha_{t,i} = exp(e_i) / sum_i' exp(e_i')
+alpha = e.exp() / e.exp().sum(-1, keepdim=True)  # softmax over i
 c_t = alpha @ h  # c_t = sum_i alpha_{t,i} h_i: (1, d)
 
-lib_c_t, lib_alpha = A.attention(s_prev, h, h, score)  # the library's function
+lib_c_t, lib_alpha = A.attention(s_prev, h, h, score)  # the library's
 assert torch.allclose(alpha, lib_alpha) and torch.allclose(c_t, lib_c_t)
 alpha.detach().round(decimals=2)
 
-# %% [markdown] slideshow={"slide_type": "notes"}
+# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # The Annotated Transformer way: the equation in three lines, then an assert that the library
 # computes the same. If a student changes a line (say, drops the exp), the assert says so.
 
@@ -974,10 +990,12 @@ alpha.detach().round(decimals=2)
 # ### Backup: edit me, your score inside a trained model
 
 # %%
-# s = s_{t-1}: (B, 1, d), h = h_1..h_n: (B, n, d) -> the dot score s^T h_i: (B, 1, n). Edit it:
-widgets.DecodeStepper("rnnsearch-dates-dot", score=lambda s, h: s @ h.transpose(-2, -1))
+# s = s_{t-1}: (B, 1, d), h = h_1..h_n: (B, n, d)
+# -> the dot score s^T h_i: (B, 1, n). Edit it:
+dot = lambda s, h: s @ h.transpose(-2, -1)  # noqa: E731
+widgets.DecodeStepper("rnnsearch-dates-dot", score=dot)
 
-# %% [markdown] slideshow={"slide_type": "notes"}
+# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Edit the lambda, Shift+Enter, then step through the decoding. The model
 # (rnnsearch-dates-dot, trained with the dot score) keeps its trained weights; only the score
 # is ours. Ask the room first: will the date survive? Good edits to try: `/ 8` (softer
@@ -995,7 +1013,7 @@ widgets.DecodeStepper("rnnsearch-dates-dot", score=lambda s, h: s @ h.transpose(
 # %% jupyter={"source_hidden": true}
 lecture.alignment_failure(attnlab.load("rnnsearch-reverse-30"), length=45, seed=0)
 
-# %% [markdown] slideshow={"slide_type": "notes"}
+# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Read it from the top: for the first 27 outputs the attention walks down the anti-diagonal,
 # one source digit per output, as on the strings it was trained on. Past about 30 outputs, a
 # length it has never written, it moves faster than one digit per step, skips digits and
@@ -1016,12 +1034,12 @@ if LIVE:
     from attnlab.training.loop import fit
 
     live = LivePlot("RNNSearch on dates")
-    live_model, history = fit("rnnsearch", "dates", target=0.99, observer=live)
+    live_model, _ = fit("rnnsearch", "dates", target=0.99, observer=live)
 else:
     live_model = attnlab.load("rnnsearch-dates")
 live_model.translate("3 May 1979")
 
-# %% [markdown] slideshow={"slide_type": "notes"}
+# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Run it while talking: the loss falls within a few seconds and the accuracy jumps to 99% after
 # about 100 steps of 128 dates. The progress plot and the time differ from run to run.
 
@@ -1032,7 +1050,7 @@ live_model.translate("3 May 1979")
 timings = lecture.time_rnn_vs_attention(lengths=[16, 64, 256, 512], d=256, repeats=1)
 lecture.plot_timings(timings)
 
-# %% [markdown] slideshow={"slide_type": "notes"}
+# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # One thread, and still self-attention is faster at every n measured (16 to 512, d = 256), past
 # n = d too, where it does more FLOPs than the GRU (n^2 d against n d^2). Total work does not
 # decide alone: the GRU takes n small steps one after another, each with its own overhead,
@@ -1046,7 +1064,7 @@ lecture.plot_timings(timings)
 # %% jupyter={"source_hidden": true}
 widgets.PathLengthExplorer()
 
-# %% [markdown] slideshow={"slide_type": "notes"}
+# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Move n and k: the exact count (the formula with its value) and, apart, Table 1's order. A
 # step is a layer or a time step; the count is the edges from input 1 to output n. The RNN's
 # path is n (x_1 -> h_1, then n - 1 recurrent steps), the contiguous convolution's grows with
@@ -1062,16 +1080,18 @@ widgets.PathLengthExplorer()
 # %%
 layer = transformer.encoder_layers[0]  # the first encoder layer
 src = transformer.encode_source("30 June 2001")  # token ids: (1, n)
-x = layer.ln1(transformer.src_emb(src) + A.positional_encoding(src.shape[1], 64))  # (1, n, d)
-Q, K, V = layer.self_attn.W_q(x), layer.self_attn.W_k(x), layer.self_attn.W_v(x)  # (1, n, d)
+positions = A.positional_encoding(src.shape[1], 64)
+x = layer.ln1(transformer.src_emb(src) + positions)  # pre-LN: (1, n, d)
+attn = layer.self_attn
+Q, K, V = attn.W_q(x), attn.W_k(x), attn.W_v(x)  # each (1, n, d)
 
-Q1, K1 = Q[0, :, :16], K[0, :, :16]  # head 1: the first d_k = 64 / 4 = 16 columns
-weights = torch.softmax(Q1 @ K1.T / 16**0.5, dim=-1)  # softmax(Q K^T / sqrt(d_k)): (n, n)
-model_weights = transformer.attention_weights("30 June 2001")["encoder_self"][0, 0]
-assert torch.allclose(weights, torch.from_numpy(model_weights), atol=1e-5)
+Q1, K1 = Q[0, :, :16], K[0, :, :16]  # head 1: d_k = 64 / 4 = 16 columns
+weights = torch.softmax(Q1 @ K1.T / 16**0.5, dim=-1)  # (n, n)
+model_alpha = transformer.attention_weights("30 June 2001")["encoder_self"]
+assert torch.allclose(weights, torch.from_numpy(model_alpha[0, 0]), atol=1e-5)
 tuple(Q.shape), tuple(K.shape), tuple(V.shape)
 
-# %% [markdown] slideshow={"slide_type": "notes"}
+# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Three linear maps of the same x (after the layer norm: pre-LN). Recomputing head 1's weights
 # by hand gives exactly the weights the model reports.
 
@@ -1081,7 +1101,7 @@ tuple(Q.shape), tuple(K.shape), tuple(V.shape)
 # %% jupyter={"source_hidden": true}
 lecture.show_source(A.MultiHeadAttention.forward)
 
-# %% [markdown] slideshow={"slide_type": "notes"}
+# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # The same four steps as the multi-head slide, with a batch dimension and a mask shared by the
 # heads.
 
@@ -1091,7 +1111,7 @@ lecture.show_source(A.MultiHeadAttention.forward)
 # %% jupyter={"source_hidden": true}
 widgets.HeadView(transformer, text="3 May 1979")
 
-# %% [markdown] slideshow={"slide_type": "notes"}
+# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Every head of one layer of transformer-dates, self- and cross-attention (toggles), on a date
 # the room types. What the heads do is measured on the heads slide (switching them off), not
 # read off these pictures.
@@ -1101,7 +1121,7 @@ widgets.HeadView(transformer, text="3 May 1979")
 #
 # <img src="../pics/transformer_results.png" width="85%">
 
-# %% [markdown] slideshow={"slide_type": "notes"}
+# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Table 2 of the paper, redrawn. The arXiv paper reports 41.8 BLEU for the big model on EN-FR;
 # the NIPS 2017 proceedings version 41.0. Both are above every earlier single model (best:
 # MoE, 40.56); 41.0 is below the GNMT+RL and ConvS2S ensembles (41.16, 41.29). On EN-DE the
@@ -1121,7 +1141,7 @@ rare = language["rare_words"]
 print(lecture.rare_words_counts(rare))
 lecture.held_out_example(transformer_de, rare["example"], layer=rare["example"]["layer"])
 
-# %% [markdown] slideshow={"slide_type": "notes"}
+# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # German writes "customer name" as one word, Kundenname: a model with a vocabulary of whole
 # words learns such a word from one example, or never sees it (the earlier fixes: copy it via
 # a pointer into the source, Luong et al. ACL 2015, or a very large vocabulary, Jean et al.

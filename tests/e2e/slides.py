@@ -14,7 +14,8 @@ On every slide and fragment step the walk
   of everything inside them) in the present slide must end inside the 1280x720 screen,
 * looks for test scaffolding (``# NBVAL_IGNORE_OUTPUT`` and the like) in the shown text,
 * measures the type: the computed font-size of every shown text of every cell (markdown
-  >= 24 px, code >= 20 px, anything else a cell shows, widgets included, >= 18 px), and of
+  >= 24 px, code inputs >= 24 px, text outputs >= 20 px, anything else a cell shows, widgets
+  included, >= 18 px), and of
   every shown picture: the smallest text it draws (its PNG's record, or its figure in
   :mod:`attnlab.pictures.figures`) times the width the browser shows it at over its own width, and
   every key and query of each heatmap in it labelled (up to 40 tokens),
@@ -79,7 +80,8 @@ SCAFFOLDING = re.compile(
 )
 
 # The readable type at 1280x720, in CSS px as the browser computes them.
-MIN_MARKDOWN_PX, MIN_CODE_PX, MIN_TEXT_PX = 24.0, 20.0, 18.0
+# Code: a cell's input; output: its text outputs and the library's source listings.
+MIN_MARKDOWN_PX, MIN_CODE_PX, MIN_OUTPUT_PX, MIN_TEXT_PX = 24.0, 24.0, 20.0, 18.0
 MAX_LABELLED_TOKENS = 40  # heatmaps up to this many keys or queries label every one
 
 LATENCY_MOVES = 5  # slider moves timed per slider in the slideshow
@@ -176,6 +178,31 @@ def expected_slides(nb: dict) -> int:
 
 def notes_cells(nb: dict) -> list[int]:
     return [i for i, c in enumerate(nb["cells"]) if slide_type(c) == "notes"]
+
+
+# What reveal.js's speaker view (S) shows as a slide's notes: the text of its <aside class=
+# "notes"> elements.  A markdown notes cell would bring its hidden editor along (the source,
+# then the rendered text: every note twice); the deck's notes are raw cells.
+NOTES_TEXT_JS = """
+() => Array.from(document.querySelectorAll('aside.notes')).map(a => a.textContent)
+"""
+
+
+def notes_problems(page, nb: dict) -> list[str]:
+    """Each speaker-notes cell's text in the notes the speaker view shows exactly once."""
+    shown = " ".join(" ".join(page.evaluate(NOTES_TEXT_JS)).split())
+    problems = []
+    for i in notes_cells(nb):
+        words = "".join(nb["cells"][i]["source"]).split()
+        if not words:
+            continue
+        first = " ".join(words[:12])  # the note's opening words, spaces normalised
+        if shown.count(first) != 1:
+            problems.append(
+                f"cell {i}: the speaker view shows its notes {shown.count(first)} times: "
+                f"{first[:60]!r}"
+            )
+    return problems
 
 
 def code_cells(nb: dict, pattern: str) -> list[int]:
@@ -299,7 +326,8 @@ FIT_JS = f"""
 # The type of the present slide: every shown text of its cells (speaker notes and formulas
 # left out), as the browser computes it, below the minimum for its kind: code (cell inputs,
 # text outputs, the library's source, a code block in markdown), markdown, or anything else a
-# cell shows (HTML tables, widgets: labels, readouts, buttons, boxes).  One entry per kind and size, with an example.
+# cell shows (HTML tables, widgets: labels, readouts, buttons, boxes); code is a cell's input,
+# output its text outputs and the library's source.  One entry per kind and size, with an example.
 TYPE_JS = f"""
 (mins) => {{
   const p = {_SLIDE};
@@ -307,8 +335,8 @@ TYPE_JS = f"""
   const shown = {_SHOWN};
   const math = 'mjx-container, .MathJax, .MathJax_CHTML, .MathJax_Preview, .MJX_Assistive_MathML, '
     + 'script, style';
-  const code = '.jp-InputArea-editor, .jp-OutputArea-output pre, .jp-RenderedText, '
-    + '.attnlab-source, .jp-RenderedMarkdown pre';
+  const code = '.jp-InputArea-editor, .jp-RenderedMarkdown pre';
+  const output = '.jp-OutputArea-output pre, .jp-RenderedText, .attnlab-source';
   const found = {{}};
   for (const cell of p.querySelectorAll('.jp-Cell')) {{
     if (cell.closest('aside.notes') || !shown(cell)) continue;
@@ -319,7 +347,7 @@ TYPE_JS = f"""
       if (!text || el.closest(math) || el.closest('.jp-InputPrompt, .jp-OutputPrompt')) continue;
       const box = el.getBoundingClientRect();
       if (box.width === 0 || box.height === 0 || !shown(el)) continue;
-      const kind = el.closest(code) ? 'code'
+      const kind = el.closest(code) ? 'code' : el.closest(output) ? 'output'
         : el.closest('.jp-RenderedMarkdown') ? 'markdown' : 'other';
       const size = parseFloat(getComputedStyle(el).fontSize);
       if (size + 0.01 >= mins[kind]) continue;
@@ -1017,7 +1045,12 @@ def check_step(page, walk: Walk, state: dict, label: str = "") -> None:
 
 def check_type(page, walk: Walk, state: dict, where: str) -> None:
     """Every shown text of the present step at least its kind's size (TYPE_JS)."""
-    mins = {"markdown": MIN_MARKDOWN_PX, "code": MIN_CODE_PX, "other": MIN_TEXT_PX}
+    mins = {
+        "markdown": MIN_MARKDOWN_PX,
+        "code": MIN_CODE_PX,
+        "output": MIN_OUTPUT_PX,
+        "other": MIN_TEXT_PX,
+    }
     for t in page.evaluate(TYPE_JS, mins):
         line = f"{where}: {t['kind']} text at {t['size']:g} px (< {t['min']:g}): {t['text']!r}"
         found = walk.small_type.setdefault(state["index"], (state, []))[1]

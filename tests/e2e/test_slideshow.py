@@ -5,13 +5,15 @@ every slide and fragment with Space to the end (slides.walk), taking a screensho
 into artifacts/slides/<deck>/.  One walk per deck serves three tests:
 
 * ``test_slideshow_runs``: no error output; every formula typeset by MathJax; every picture
-  loaded; every widget rendered as a widget, never as its text form; speaker notes hidden;
+  loaded; every widget rendered as a widget, never as its text form; speaker notes hidden,
+  each notes cell once in what the speaker view (S) shows;
   every slider of every widget, moved with the mouse, changes its picture;
 * ``test_slideshow_fits``: at 1280x720 nothing of any cell reaches past the bottom or the
   right edge, on any slide or fragment step (all overflows in one message, also written to
   artifacts/slides/<deck>/overflow.txt);
 * ``test_slideshow_reads_from_the_back``: the computed font-size of every shown text (markdown
-  >= 24 px, code >= 20 px, anything else, widgets included, >= 18 px), every picture's smallest
+  >= 24 px, code inputs >= 24 px, text outputs >= 20 px, anything else, widgets included,
+  >= 18 px), every picture's smallest
   text >= 18 px at the width it is shown, every heatmap's keys and queries labelled
   (artifacts/slides/<deck>/readability.txt);
 * ``test_slideshow_shows_no_scaffolding``: no test marker (``# NBVAL_IGNORE_OUTPUT``...) shows.
@@ -192,6 +194,7 @@ def check_outputs(page, nb: dict, ran: dict | None = None) -> list[str]:
     notes, hidden = len(slides.notes_cells(nb)), sum(c["inNotes"] for c in found)
     if hidden != notes:
         problems.append(f"{notes} speaker-notes cells but {hidden} cells in the hidden notes")
+    problems += slides.notes_problems(page, nb)
     return problems
 
 
@@ -267,7 +270,8 @@ def test_slideshow_fits(slideshow):
 
 
 def test_slideshow_reads_from_the_back(slideshow):
-    """Markdown >= 24 px, code >= 20 px, other text (widgets too) >= 18 px, pictures' text
+    """Markdown >= 24 px, code inputs >= 24 px, text outputs >= 20 px, other text (widgets
+    too) >= 18 px, pictures' text
     >= 18 px as shown and every heatmap key and query labelled, on every slide and fragment."""
     deck, walk, _ = slideshow
     problems = slides.readability_problems(walk, deck)

@@ -21,6 +21,7 @@ from attnlab.lecture.display import (
     show_source,
 )
 from attnlab.lecture.language_pictures import (
+    PREPARED_PHRASES,
     alpha_and_occlusion,
     held_out_example,
     self_attention_heads,
@@ -66,6 +67,7 @@ __all__ = [
     "Source",
     "Table",
     "alignment_failure",
+    "PREPARED_PHRASES",
     "alpha_and_occlusion",
     "causal_demo",
     "equal_compute",

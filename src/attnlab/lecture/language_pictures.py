@@ -11,7 +11,19 @@ from attnlab.pictures import canvas, heatmaps
 from attnlab.pictures.typography import CHAR_WIDTH, TYPE
 from attnlab.text.vocab import tokenize
 
-__all__ = ["self_attention_heads", "held_out_example", "alpha_and_occlusion"]
+__all__ = ["PREPARED_PHRASES", "self_attention_heads", "held_out_example", "alpha_and_occlusion"]
+
+#: The live demo's prepared English->French phrases (:class:`attnlab.widgets.PhraseGallery`):
+#: strings of the held-out packages (Trac, OpenSlides), none in the training split nor one
+#: word from a string there (tests/test_phrase_gallery.py), and one honest failure, a word
+#: the model has barely seen ("motions": "Peut supporttions de support").
+PREPARED_PHRASES = [
+    ("Show previous version in browser", "held out"),
+    ("Delete selected participants", "held out"),
+    ("No revisions found", "held out"),
+    ("View the ticket description", "held out"),
+    ("Can support motions", "held out: an honest failure"),
+]
 
 
 def _sized_heatmaps(x_labels, y_labels, panels: int = 1, max_height: float = 520, title=""):

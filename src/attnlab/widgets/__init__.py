@@ -6,6 +6,7 @@
 * :class:`ScoreLab`: four RNNSearch models trained with the four scores read the same date.
 * :class:`PathLengthExplorer`: path lengths in RNNs, CNNs and self-attention.
 * :class:`HeadView`: every head of a trained Transformer on a date or a phrase the room types.
+* :class:`PhraseGallery`: prepared phrases, each translated once, chosen from a list.
 
 Every widget is an ``ipywidgets.VBox`` that displays itself; see each class for the
 attributes that code and tests use.  Each has its pictures when it is built, one per
@@ -19,7 +20,15 @@ shipped frames (:mod:`attnlab.pictures.frame_cache`, keyed by what each draws); 
 from .decode_stepper import DecodeStepper
 from .head_view import HeadView
 from .path_length import PathLengthExplorer
+from .phrase_gallery import PhraseGallery
 from .scaled_dot import ScaledDotExplorer
 from .score_lab import ScoreLab
 
-__all__ = ["DecodeStepper", "ScaledDotExplorer", "ScoreLab", "PathLengthExplorer", "HeadView"]
+__all__ = [
+    "DecodeStepper",
+    "ScaledDotExplorer",
+    "ScoreLab",
+    "PathLengthExplorer",
+    "HeadView",
+    "PhraseGallery",
+]

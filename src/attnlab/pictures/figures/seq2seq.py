@@ -189,6 +189,8 @@ def seq2seq_attention() -> Figure:
     arrow(ax, (s_prev.left[0] - 1.0, y_s), s_prev.left)
     arrow(ax, s_t.right, (s_t.right[0] + 1.0, y_s))
     arrow(ax, ct.top, s_t.bottom, lw=2.5)
+    # c_t reaches the output too: p(y_t | y_<t, x) = g(y_{t-1}, s_t, c_t)
+    arrow(ax, ct.right, (s_t.x + 0.3, 9.35), rad=0.5, lw=2.0, color=C["orange"])
     for cell, name in ((s_prev, "$y_{t-1}$"), (s_t, "$y_t$")):
         text(ax, (cell.x, 9.65), name, fontsize=19)
         arrow(ax, cell.top, (cell.x, 9.3))
@@ -217,18 +219,27 @@ def seq2seq_attention() -> Figure:
             zorder=0,
         )
     )
+    # (formula, what it is, its height, the note's offset to the right: None = below it)
     lines = [
-        (r"$h_i = [\overrightarrow{h}_i\,;\,\overleftarrow{h}_i]$", "bidirectional encoder"),
+        (
+            r"$h_i = [\overrightarrow{h}_i\,;\,\overleftarrow{h}_i]$",
+            "bidirectional encoder",
+            8.3,
+            2.9,
+        ),
         (
             r"$\alpha_{t,i} = \frac{\exp(\mathrm{score}(s_{t-1}, h_i))}"
-            r"{\sum_{i'=1}^{n}\exp(\mathrm{score}(s_{t-1}, h_{i'}))}$",
+            r"{\sum_{j=1}^{n}\exp(\mathrm{score}(s_{t-1}, h_j))}$",
             "weights, sum to 1 over i",
+            6.75,
+            None,
         ),
-        (r"$c_t = \sum_{i=1}^{n} \alpha_{t,i}\, h_i$", "context vector"),
-        (r"$s_t = f(s_{t-1}, y_{t-1}, c_t)$", "decoder state"),
+        (r"$c_t = \sum_{i=1}^{n} \alpha_{t,i}\, h_i$", "context vector", 4.5, 3.1),
+        (r"$s_t = f(s_{t-1}, y_{t-1}, c_t)$", "decoder state", 2.95, 4.5),
+        (r"$p(y_t \mid y_{<t}, x) = g(y_{t-1}, s_t, c_t)$", "output", 1.45, 6.5),
     ]
-    for k, (formula, note) in enumerate(lines):
-        y = 8.05 - 1.95 * k
+    for formula, note, y, dx in lines:
         text(ax, (x0, y), formula, fontsize=20, ha="left")
-        text(ax, (x0 + 0.1, y - 0.8), note, fontsize=16, ha="left", color="#555555")
+        where = (x0 + 0.1, y - 0.95) if dx is None else (x0 + dx, y)
+        text(ax, where, note, fontsize=16, ha="left", color="#555555")
     return fig
