@@ -183,11 +183,14 @@ print(f"alpha = {a}: soft {soft.item():.1f}, hard {hard.item():.0f}")
 # and s_0 comes from the encoder. y_t comes from p(y_t | y_<t, x) = g(y_{t-1}, s_t, c_t): in our
 # RNNSearch a softmax over W_o [s_t; c_t; y_{t-1}]. The classic question, which state queries and
 # where c_t goes: Bahdanau et al. query with s_{t-1}, before the RNN step, and feed c_t into that
-# step (s_t = f(s_{t-1}, y_{t-1}, c_t)) and into g. Luong et al. (EMNLP 2015) run the RNN step
-# first, score the current state h_t, and feed c_t through h~_t = tanh(W_c [c_t; h_t]), from
-# which y_t is predicted. Bahdanau et al.'s score is a small network (additive), the one the
-# shipped RNNSearch uses and the DecodeStepper shows; the bilinear s^T W_a h is Luong et al.'s
-# "general" form, here on Bahdanau's query s_{t-1} (the next slide trains four scores).
+# step (s_t = f(s_{t-1}, y_{t-1}, c_t)) and into g.
+
+# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
+# Luong et al. (EMNLP 2015) run the RNN step first, score the current state h_t, and feed c_t
+# through h~_t = tanh(W_c [c_t; h_t]), from which y_t is predicted. Bahdanau et al.'s score is a
+# small network (additive), the one the shipped RNNSearch uses and the DecodeStepper shows; the
+# bilinear s^T W_a h is Luong et al.'s "general" form, here on Bahdanau's query s_{t-1} (the next
+# slide trains four scores).
 # Minutes: 3
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
@@ -198,17 +201,19 @@ widgets.ScoreLab()
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Dot s^T h, scaled dot s^T h / sqrt(d), general s^T W_a h and additive v^T tanh(W s + U h)
-# (Bahdanau's): one RNNSearch trained on dates with each, all through the same softmax. They
-# plug into the same place (a score per (query, key) pair, then the softmax), but they are not
+# (Bahdanau's): one RNNSearch trained on dates with each, all through the same softmax. They plug
+# into the same place (a score per (query, key) pair, then the softmax), but they are not
 # interchangeable: dot and scaled dot need d_s = d_h, so these four models have a decoder state
 # s_t of 128 = 2 x 64, the size of the bi-GRU's h_i (the cards' config); general (W_a) and
 # additive (W, U) map between sizes (the shipped rnnsearch-dates has s_t of 64). Each panel is a
-# trained model's alpha on the same date, with its held-out exact match. The lesson: very
-# different alpha maps (sharp for dot and general, diffuse for scaled dot) and the same
-# 99.9-100% exact match (the cards: 99.85% dot and scaled dot, 100% general and additive):
-# a model does not need one particular alignment. The additive one is a small neural network;
-# dot products are cheaper and what the Transformer uses. (Backup: an edit-me cell that swaps
-# your own score into a trained model.)
+# trained model's alpha on the same date, with its held-out exact match.
+
+# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
+# The lesson: very different alpha maps (sharp for dot and general, diffuse for scaled dot) and
+# the same 99.9-100% exact match (the cards: 99.85% dot and scaled dot, 100% general and
+# additive): a model does not need one particular alignment. The additive one is a small neural
+# network; dot products are cheaper and what the Transformer uses. (Backup: an edit-me cell that
+# swaps your own score into a trained model.)
 # Minutes: 2
 
 # %% [markdown] slideshow={"slide_type": "slide"}
@@ -243,13 +248,15 @@ lecture.held_out_example(rnnsearch_fr, language["word_order"])
 # Read it like Bahdanau's Fig. 3: each row is one French output piece, its weights over the
 # English pieces (a word may be several pieces; "##" marks a piece that continues a word). The
 # string is from the test split (not itself in training; it has 3 words, and near-twins are only
-# ruled out from 4 words on: "Open selected file" is a training string)
-# and the output is the reference, word for word. French reorders the words: where a later French
-# word looks further left in the English than the word before it, the rows cross: the word-order
-# swap of "selected files" -> "fichiers sélectionnés" (the adjective moves behind the noun). The
-# example was found by a rule over the test split (the most decided alpha among the strings the
-# model translates right with crossing alpha, every English word some row's strongest weight; 2
-# strings passed), not picked by hand: the cell's text names it. The bi-GRU's weight is often
+# ruled out from 4 words on: "Open selected file" is a training string) and the output is the
+# reference, word for word. French reorders the words: where a later French word looks further
+# left in the English than the word before it, the rows cross: the word-order swap of "selected
+# files" -> "fichiers sélectionnés" (the adjective moves behind the noun).
+
+# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
+# The example was found by a rule over the test split (the most decided alpha among the strings
+# the model translates right with crossing alpha, every English word some row's strongest weight;
+# 2 strings passed), not picked by hand: the cell's text names it. The bi-GRU's weight is often
 # spread over neighbours: its states already carry their neighbours' words.
 # Minutes: 3
 
@@ -268,16 +275,20 @@ lecture.held_out_example(rnnsearch_fr, language["word_order"])
 # digits, 8% of 11-20 and none beyond 20, where the paper's RNNencdec degrades gradually in BLEU.
 # Our -30 attention model is near perfect up to 30 digits (0.99 at 21-30), right on half of the
 # strings of 31-40 (0.505) and on none beyond 40: attention does not carry the model past the
-# lengths it has seen (the paper's RNNsearch-30 degrades more gently). Backup: where it breaks;
-# the model without attention given more compute is in the backup too.
-# Right: the same two designs on real language, our English→French RNNEncDec and RNNSearch
-# scored on the held-out packages (chrF by English length, sacrebleu's paired bootstrap in each
-# bucket; every gain has p < 0.01). Attention is ahead by 4.2 chrF on 1-3 words and by 8-10 from
-# 4 words on, where the model without attention keeps falling: Bahdanau's picture, on strings
-# no model has seen. On the in-domain test split: +3.6, +5.5, +8.8, +9.8. Say the dashed line
-# too: the word-by-word dictionary (IBM Model 1 on the training split) is above both RNNs at
-# every length (49.7-53.0 chrF): these RNNs, trained 7 minutes, show the effect of attention,
-# not a good translator (the Transformers come later).
+# lengths it has seen (the paper's RNNsearch-30 degrades more gently).
+
+# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
+# Backup: where it breaks; the model without attention given more compute is in the backup too.
+# Right: the same two designs on real language, our English→French RNNEncDec and RNNSearch scored
+# on the held-out packages (chrF by English length, sacrebleu's paired bootstrap in each bucket;
+# every gain has p < 0.01). Attention is ahead by 4.2 chrF on 1-3 words and by 8-10 from 4 words
+# on, where the model without attention keeps falling: Bahdanau's picture, on strings no model
+# has seen. On the in-domain test split: +3.6, +5.5, +8.8, +9.8.
+
+# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
+# Say the dashed line too: the word-by-word dictionary (IBM Model 1 on the training split) is
+# above both RNNs at every length (49.7-53.0 chrF): these RNNs, trained 7 minutes, show the
+# effect of attention, not a good translator (the Transformers come later).
 # Minutes: 3
 
 # %% [markdown] slideshow={"slide_type": "slide"}
@@ -298,31 +309,29 @@ lecture.sequential_steps(lengths=[8, 32, 128, 512], d=32)
 # on one CPU thread at every $n$ we timed (backup).
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
-# The whole idea in one sentence: attention replaces recurrence. Careful with "every position
-# to every other": true in the encoder, false in the decoder's masked self-attention, and
-# cross-attention links the decoder to the source only. "Parallel over positions", measured:
-# the RNN's chain grows with n (about 10 operations per step: the GRU cell's gates), attention's
-# is 19 whatever n is: nothing in attention waits for a previous position. On a GPU with
-# thousands of cores that is what made the Transformer fast to train. On one CPU thread too,
-# the backup's timing (n = 16 to 512, d = 256) has self-attention faster at every n measured:
-# the GRU's n small sequential steps each pay their overhead, while attention's few large
-# matrix products run efficiently even on one core, although past n = d attention does more
-# FLOPs (n^2 d against n d^2). Fewer sequential steps, not less work.
+# The whole idea in one sentence: attention replaces recurrence. Careful with "every position to
+# every other": true in the encoder, false in the decoder's masked self-attention, and cross-
+# attention links the decoder to the source only. "Parallel over positions", measured: the RNN's
+# chain grows with n (about 10 operations per step: the GRU cell's gates), attention's is 19
+# whatever n is: nothing in attention waits for a previous position. On a GPU with thousands of
+# cores that is what made the Transformer fast to train.
+
+# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
+# On one CPU thread too, the backup's timing (n = 16 to 512, d = 256) has self-attention faster
+# at every n measured: the GRU's n small sequential steps each pay their overhead, while
+# attention's few large matrix products run efficiently even on one core, although past n = d
+# attention does more FLOPs (n^2 d against n d^2). Fewer sequential steps, not less work.
 # Minutes: 3
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ### Self-attention
 #
 # Queries, keys and values all come from **the same sequence** $x_1, \dots, x_n$: each token's
-# new vector is a soft lookup over the tokens it may attend to: all of them in the encoder,
-# in the decoder only those up to its own position. (Cross-attention: queries from the
-# decoder, keys and values from the encoder.)
+# new vector is a soft lookup over the tokens it may attend to.
 #
-# **It ignores order.** Without positions, shuffle the tokens and the outputs are shuffled the
-# same way, nothing else changes:
+# **It ignores order.** Shuffle the tokens and the outputs are shuffled the same way:
 
 # %%
-torch.manual_seed(0)
 mha = A.MultiHeadAttention(d_model=8, num_heads=2)
 x = torch.randn(5, 8)  # 5 tokens: (n, d)
 perm = torch.tensor([3, 0, 4, 1, 2])  # a shuffle of them
@@ -385,14 +394,16 @@ lecture.positional_encoding_picture(n=40, d=64, at=10)
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Short paths make long-range dependencies easier to learn: gradients and information pass
 # through fewer nonlinear steps. A step is a layer or a time step; the count is the edges on the
-# shortest path from input 1 to output n, as the library (attnlab.experiments.path_lengths),
-# the explorer widget and the exercises count it: n for the RNN (x_1 -> h_1, then n - 1
-# recurrent steps). O(log_k n) is for dilated convolutions (dilation k^l in layer l);
-# contiguous ones need ceil((n-1)/(k-1)) layers, O(n/k). The exact count and its order (Table
-# 1's, constants dropped) are two different things: the widget in the backup shows both. The
-# picture: a WaveNet-style stack of dilated causal convolutions against ordinary ones.
-# We measured the middle column (sequential operations) on the Transformer slide. A
-# self-attention layer does less work than a recurrent one whenever n < d, which is usual for
+# shortest path from input 1 to output n, as the library (attnlab.experiments.path_lengths), the
+# explorer widget and the exercises count it: n for the RNN (x_1 -> h_1, then n - 1 recurrent
+# steps). O(log_k n) is for dilated convolutions (dilation k^l in layer l); contiguous ones need
+# ceil((n-1)/(k-1)) layers, O(n/k). The exact count and its order (Table 1's, constants dropped)
+# are two different things: the widget in the backup shows both. The picture: a WaveNet-style
+# stack of dilated causal convolutions against ordinary ones.
+
+# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
+# We measured the middle column (sequential operations) on the Transformer slide. A self-
+# attention layer does less work than a recurrent one whenever n < d, which is usual for
 # sentences (n ~ 50, d ~ 512); for very long inputs one restricts attention to a window of r
 # positions. (The convolutional row's O(log_k n) is for dilated convolutions; contiguous ones
 # give O(n/k).)
@@ -407,17 +418,20 @@ lecture.positional_encoding_picture(n=40, d=64, at=10)
 # Three attentions: self-attention in the encoder, masked self-attention in the decoder (each
 # position may attend only to earlier positions), and cross-attention from the decoder to the
 # encoder's output. Our model normalises *before* each sub-layer (pre-LN: x + Sublayer(LN(x)),
-# with a final LayerNorm after each stack); the paper normalises after the residual sum
-# (post-LN). Why pre-LN: Xiong et al. ("On Layer Normalization in the Transformer
-# Architecture", ICML 2020) show that its gradients are well behaved at initialisation, so it
-# trains stably with little or no learning-rate warm-up (ours still warm up: 100 steps on
-# dates, 200 on the translation models). Embeddings: the two translation Transformers tie
-# theirs (one matrix E for both embeddings and the output layer) and multiply them by
-# sqrt(d_model), as the paper does (3.4): E starts with entries of size 1/sqrt(d_model), so that
-# the logits y E^T are of unit scale, and the factor brings the token vectors back to the scale
-# of the positional encoding. transformer-dates does not tie and does not scale: its embeddings
-# start at unit scale (torch's default), and multiplying them by sqrt(64) = 8 would drown the
-# positional encoding. The decoder reads its outputs shifted right: next slide.
+# with a final LayerNorm after each stack); the paper normalises after the residual sum (post-
+# LN). Why pre-LN: Xiong et al. ("On Layer Normalization in the Transformer Architecture", ICML
+# 2020) show that its gradients are well behaved at initialisation, so it trains stably with
+# little or no learning-rate warm-up (ours still warm up: 100 steps on dates, 200 on the
+# translation models).
+
+# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
+# Embeddings: the two translation Transformers tie theirs (one matrix E for both embeddings and
+# the output layer) and multiply them by sqrt(d_model), as the paper does (3.4): E starts with
+# entries of size 1/sqrt(d_model), so that the logits y E^T are of unit scale, and the factor
+# brings the token vectors back to the scale of the positional encoding. transformer-dates does
+# not tie and does not scale: its embeddings start at unit scale (torch's default), and
+# multiplying them by sqrt(64) = 8 would drown the positional encoding. The decoder reads its
+# outputs shifted right: next slide.
 # Minutes: 2
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
@@ -438,27 +452,28 @@ lecture.teacher_forcing(transformer, "3 May 1979", "1979-05-03")
 # matter: a test-time search that keeps several prefixes.)
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
-# Live on the trained transformer-dates. The passes are counted (a hook on the output layer),
-# not assumed: training predicts all 11 positions in 1 pass; decoding needs 11 passes, one per
-# token. So the Transformer trains in parallel over positions but still writes one token at a
-# time. An RNN is sequential in both (its state s_t needs s_{t-1} even when the inputs are
-# known). "Shifted right": the input row is the output row moved one place, with <s> in front.
-# The fragment answers the question students always ask, exposure bias. Scheduled sampling
-# feeds the model its own predictions with a growing probability during training; sequence-level
-# training scores whole outputs. Beam search (decode(..., beam=4) in the library) keeps the 4
-# best prefixes at each step, so it recovers from some early mistakes (the deck decodes
-# greedily: one prefix, the fastest).
+# Live on the trained transformer-dates. The passes are counted (a hook on the output layer), not
+# assumed: training predicts all 11 positions in 1 pass; decoding needs 11 passes, one per token.
+# So the Transformer trains in parallel over positions but still writes one token at a time. An
+# RNN is sequential in both (its state s_t needs s_{t-1} even when the inputs are known).
+# "Shifted right": the input row is the output row moved one place, with <s> in front. The
+# fragment answers the question students always ask, exposure bias. Scheduled sampling feeds the
+# model its own predictions with a growing probability during training; sequence-level training
+# scores whole outputs.
+
+# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
+# Beam search (decode(..., beam=4) in the library) keeps the 4 best prefixes at each step, so it
+# recovers from some early mistakes (the deck decodes greedily: one prefix, the fastest).
 # Minutes: 3
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Masked (causal) attention: edit me
 #
-# Query $t$ may attend to keys $1..t$ only. Change the mask and re-run: `mask.T` (the present and
-# the future), `~mask` (only the future), `torch.ones(n, n, dtype=torch.bool)` (no mask).
+# Query $t$ may attend to keys $1..t$ only. Change the mask, re-run: `mask.T` (the present and
+# future), `~mask` (only the future), `torch.ones(6, 6, dtype=torch.bool)` (no mask).
 
 # %%
-n = 6
-mask = A.causal_mask(n)  # <- edit this line
+mask = A.causal_mask(6)  # <- edit this line
 lecture.causal_demo(mask)
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
@@ -479,16 +494,19 @@ lecture.causal_demo(mask)
 # $Q$, $K$, $V$: three learned projections of the same $x$; $QK^\top$ sets the weights, $V$ is mixed.
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
-# The soft dictionary lookup again, for all queries at once as one matrix product, with
-# dot-product scores divided by sqrt(d_k). In self-attention Q = xW^Q, K = xW^K, V = xW^V are
-# three linear maps of the same token vectors x (backup: recomputed from the trained model).
-# A key is not the token: it is a learned projection used only for matching (its dot products
-# with the queries set the weights); a value is a different projection used only for content
-# (what is mixed into the output). They are separate because what makes a token easy to find
-# need not be what it should hand over. The picture's mask box says "future: -inf"; read it as
-# "forbidden": future positions in the decoder's self-attention, padding positions in every
-# attention. The library gives them the lowest float, not -inf (the masked-softmax slide).
-# Multi-head: h such attentions in parallel on smaller projections, concatenated, times W^O.
+# The soft dictionary lookup again, for all queries at once as one matrix product, with dot-
+# product scores divided by sqrt(d_k). In self-attention Q = xW^Q, K = xW^K, V = xW^V are three
+# linear maps of the same token vectors x (backup: recomputed from the trained model). A key is
+# not the token: it is a learned projection used only for matching (its dot products with the
+# queries set the weights); a value is a different projection used only for content (what is
+# mixed into the output). They are separate because what makes a token easy to find need not be
+# what it should hand over.
+
+# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
+# The picture's mask box says "future: -inf"; read it as "forbidden": future positions in the
+# decoder's self-attention, padding positions in every attention. The library gives them the
+# lowest float, not -inf (the masked-softmax slide). Multi-head: h such attentions in parallel on
+# smaller projections, concatenated, times W^O.
 # Minutes: 2
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
@@ -504,25 +522,27 @@ lecture.causal_demo(mask)
 
 # %%
 X = torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])  # x_1..x_3: (n, d)
-# Q = K = V = X: softmax(X X^T / sqrt(2)) X
-out, alpha = A.scaled_dot_product_attention(X, X, X)
-alpha.round(decimals=2), out.round(decimals=2)
+out, alpha = A.scaled_dot_product_attention(X, X, X)  # Q = K = V = X
+alpha.round(decimals=2)  # the table's weights; out is its last column
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # **Why $W^Q \neq W^K$:** with $Q = K$ a token favours itself (score $|x|^2$).<br>
 # If $W^Q$ swaps the two features, $x_1$ asks like $x_2$: weights 0.20, 0.40, 0.40.
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
-# Do row 1 on the board: scores 1/sqrt(2) = 0.71, 0, 0.71; exp gives 2.03, 1, 2.03, sum 5.06,
-# so the weights are 0.40, 0.20, 0.40 and the output 0.40 (1,0) + 0.20 (0,1) + 0.40 (1,1) =
-# (0.80, 0.60). Each token ends up a mix of the tokens like it; x_3, like both, mixes all
-# three. The library's function gives the same numbers (the cell). A trained layer only adds
-# the three projections W^Q, W^K, W^V in front. Why W^Q differs from W^K (the fragment): with
-# Q = K, as here, a token's score with itself is |x|^2, at least x . y for every y no longer
-# than x, so each token tends to attend to itself (x_3 puts 0.50 on itself). With W^Q = [[0, 1],
-# [1, 0]] and W^K = I, x_1's query is (0, 1): its scores are those of row x_2 (0, 0.71, 0.71),
-# its weights 0.20, 0.40, 0.40, so x_1 now looks at the tokens that have the feature it lacks.
-# Two maps let a token look for others; V's own map decides what it then takes from them.
+# Do row 1 on the board: scores 1/sqrt(2) = 0.71, 0, 0.71; exp gives 2.03, 1, 2.03, sum 5.06, so
+# the weights are 0.40, 0.20, 0.40 and the output 0.40 (1,0) + 0.20 (0,1) + 0.40 (1,1) = (0.80,
+# 0.60). Each token ends up a mix of the tokens like it; x_3, like both, mixes all three. The
+# library's function gives the same numbers (the cell). A trained layer only adds the three
+# projections W^Q, W^K, W^V in front. Why W^Q differs from W^K (the fragment): with Q = K, as
+# here, a token's score with itself is |x|^2, at least x . y for every y no longer than x, so
+# each token tends to attend to itself (x_3 puts 0.50 on itself).
+
+# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
+# With W^Q = [[0, 1], [1, 0]] and W^K = I, x_1's query is (0, 1): its scores are those of row x_2
+# (0, 0.71, 0.71), its weights 0.20, 0.40, 0.40, so x_1 now looks at the tokens that have the
+# feature it lacks. Two maps let a token look for others; V's own map decides what it then takes
+# from them.
 # Minutes: 3
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
@@ -582,19 +602,21 @@ lecture.heads_compared()  # training by the recipe, cached: about 10 minutes (`a
 # below the best setting, and 32 heads were worse too (Vaswani et al., Table 3, rows A).
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
-# The question is why several heads instead of one head as wide, at the same parameter count.
-# The intuition: one head's softmax can put weight on two places, but the head's output is one
+# The question is why several heads instead of one head as wide, at the same parameter count. The
+# intuition: one head's softmax can put weight on two places, but the head's output is one
 # weighted average of the values, so two different things it finds are mixed into one vector;
-# several heads each return an average of their own projections, and the concatenation keeps
-# them apart for W^O. Measured here: the recipe of transformer-dates with one head of 64
-# against four of 16 (the same 238,287 parameters: W^Q, W^K, W^V, W^O do not change size), three
-# seeds each, trained to the recipe's target of 99.9% on the validation dates. Both reach it, in
-# 700-900 steps with one head and 500-800 with four: no difference beyond the seeds, and both are
-# right on 99.75-100% of 2,000 fresh test dates. A task of few relations does not need several
-# heads. On translation it matters: in Vaswani et al.'s Table 3 (rows A, newstest2013),
-# single-head attention is 0.9 BLEU worse than the best setting, and 32 heads are also worse.
-# Trained models use their heads unequally: many can be pruned with little loss (Michel et al.
-# 2019; Voita et al. 2019). Backup: how the trained 4-head model splits its work.
+# several heads each return an average of their own projections, and the concatenation keeps them
+# apart for W^O. Measured here: the recipe of transformer-dates with one head of 64 against four
+# of 16 (the same 238,287 parameters: W^Q, W^K, W^V, W^O do not change size), three seeds each,
+# trained to the recipe's target of 99.9% on the validation dates.
+
+# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
+# Both reach it, in 700-900 steps with one head and 500-800 with four: no difference beyond the
+# seeds, and both are right on 99.75-100% of 2,000 fresh test dates. A task of few relations does
+# not need several heads. On translation it matters: in Vaswani et al.'s Table 3 (rows A,
+# newstest2013), single-head attention is 0.9 BLEU worse than the best setting, and 32 heads are
+# also worse. Trained models use their heads unequally: many can be pruned with little loss
+# (Michel et al. 2019; Voita et al. 2019). Backup: how the trained 4-head model splits its work.
 # Minutes: 3
 
 # %% [markdown] slideshow={"slide_type": "slide"}
@@ -609,15 +631,17 @@ lecture.held_out_example(transformer_de, verb, layer=verb["layer"], head=verb["h
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # English commands put the verb first ("Clear all filters"); German interface strings put the
-# infinitive last ("Alle Filter löschen", "Datei speichern"). That is the style of commands,
-# not a rule that German moves the verb to the end: a German main clause is verb-second, and
-# the imperative is verb-first ("Lösche alle Filter"). Found by a rule over the test split:
-# among the 19 strings of 3 or more English words that the model translates right ending in an
-# infinitive, where a head of the last layer looks from the German verb back at the first
-# English word (read per word: a word's weight is the sum over its pieces), the one with the
-# largest such weight; the head shown is the clearest of that layer's 4. Writing "löschen" it
-# puts 1.00 on "Clear"; the other three heads put 0.98, 0.99 and 0.85 there. Other heads and
-# layers do other things: the DecodeStepper and the HeadView show each head.
+# infinitive last ("Alle Filter löschen", "Datei speichern"). That is the style of commands, not
+# a rule that German moves the verb to the end: a German main clause is verb-second, and the
+# imperative is verb-first ("Lösche alle Filter"). Found by a rule over the test split: among the
+# 19 strings of 3 or more English words that the model translates right ending in an infinitive,
+# where a head of the last layer looks from the German verb back at the first English word (read
+# per word: a word's weight is the sum over its pieces), the one with the largest such weight;
+# the head shown is the clearest of that layer's 4.
+
+# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
+# Writing "löschen" it puts 1.00 on "Clear"; the other three heads put 0.98, 0.99 and 0.85 there.
+# Other heads and layers do other things: the DecodeStepper and the HeadView show each head.
 # Minutes: 2
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
@@ -632,15 +656,18 @@ lecture.self_attention_heads(transformer_de, verb["source"], layer=0)  # held ou
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # The four heads of the first encoder layer of transformer-en-de on the held-out phrase of the
-# slide before: each query row sums to 1. Ask the room what each head seems to do; then the measurement:
-# In our small model every head does something more often than chance, but none does one job
-# most of the time: the heads are only weakly specialised, and reading a job off one picture
-# (the per-head picture) would have overstated it. That is the honest, measured answer to "what do the
-# heads do" at this size; cleanly "syntactic" heads are reported for far larger models (Clark
-# et al. 2019 on BERT; Voita et al. 2019 on translation encoders). One role does stand out in
-# the EN->FR Transformer (results/language.json): head 2 of its first encoder layer puts its
-# strongest weight on <eos> 26% of the time (chance 11%), the no-op behaviour Clark et al.
-# found in BERT, whose heads park their weight on [SEP] when they have nothing to do.
+# slide before: each query row sums to 1. Ask the room what each head seems to do; then the
+# measurement: In our small model every head does something more often than chance, but none does
+# one job most of the time: the heads are only weakly specialised, and reading a job off one
+# picture (the per-head picture) would have overstated it. That is the honest, measured answer to
+# "what do the heads do" at this size; cleanly "syntactic" heads are reported for far larger
+# models (Clark et al. 2019 on BERT; Voita et al. 2019 on translation encoders).
+
+# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
+# One role does stand out in the EN->FR Transformer (results/language.json): head 2 of its first
+# encoder layer puts its strongest weight on <eos> 26% of the time (chance 11%), the no-op
+# behaviour Clark et al. found in BERT, whose heads park their weight on [SEP] when they have
+# nothing to do.
 # Minutes: 2.5
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
@@ -659,17 +686,22 @@ lecture.alpha_and_occlusion(occlusion["example"], occlusion["agreement"])
 # attention weights need not say what the output depends on; they left seq2seq models out.
 # Wiegreffe and Pinter (2019) answer that this depends on what one asks of an explanation and how
 # it is tested. For translation, Koehn and Knowles (2017) and Ghader and Monz (2017) found
-# attention often differs from word alignment. The example is the clearest disagreement in the
-# test split (a rule: an output word of the reference where alpha's favourite piece costs under
-# 0.1 nats to hide and another over 1 nat; right outputs first, then alpha's largest lead), not a
-# typical step: writing 'est', alpha puts 0.45 on 'an' and 0.06 on 'is'; hiding 'is' (by <unk>,
-# the output kept fixed) costs 1.1 nats, hiding 'an' costs nothing (-0.10 nats). Over the test
-# split alpha and occlusion agree at 34% of the 10,581 steps. The mechanism: alpha weighs bi-GRU
-# states, not words, and each state has read its neighbours in both directions, so the state at
-# 'an' can carry 'is'. Occlusion is only one measure of dependence: an <unk> in a sentence is an
-# input the model never saw (out of distribution), and it is blind to redundancy (if two pieces
-# carry the same information, hiding either costs little). Attention is a mechanism the model
-# uses, not by itself an explanation of its output.
+# attention often differs from word alignment.
+
+# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
+# The example is the clearest disagreement in the test split (a rule: an output word of the
+# reference where alpha's favourite piece costs under 0.1 nats to hide and another over 1 nat;
+# right outputs first, then alpha's largest lead), not a typical step: writing 'est', alpha puts
+# 0.45 on 'an' and 0.06 on 'is'; hiding 'is' (by <unk>, the output kept fixed) costs 1.1 nats,
+# hiding 'an' costs nothing (-0.10 nats). Over the test split alpha and occlusion agree at 34% of
+# the 10,581 steps. The mechanism: alpha weighs bi-GRU states, not words, and each state has read
+# its neighbours in both directions, so the state at 'an' can carry 'is'.
+
+# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
+# Occlusion is only one measure of dependence: an <unk> in a sentence is an input the model never
+# saw (out of distribution), and it is blind to redundancy (if two pieces carry the same
+# information, hiding either costs little). Attention is a mechanism the model uses, not by
+# itself an explanation of its output.
 # Minutes: 3
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
@@ -682,12 +714,14 @@ widgets.PhraseGallery("transformer-en-fr", lecture.PREPARED_PHRASES)
 # Five strings of the two held-out packages (Trac, OpenSlides), none in the training split nor
 # one word from a string there, each translated once (the picture is stored: the list works in
 # the exported page too). The first, "Show previous version in browser", comes out as the
-# reference word for word, "Afficher la version précédente dans le navigateur", the rows
-# crossing where "previous version" becomes "version précédente". The 3-word ones have one-word
-# neighbours in training (such as "Delete selected documents"): the line under the picture says
-# "under 4 words" because near-twins are only counted from 4 words. The last is the honest
-# failure: "Can support motions" gives "Peut supporttions de support", a word it has barely
-# seen, cut into pieces and glued back wrongly.
+# reference word for word, "Afficher la version précédente dans le navigateur", the rows crossing
+# where "previous version" becomes "version précédente". The 3-word ones have one-word neighbours
+# in training (such as "Delete selected documents"): the line under the picture says "under 4
+# words" because near-twins are only counted from 4 words.
+
+# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
+# The last is the honest failure: "Can support motions" gives "Peut supporttions de support", a
+# word it has barely seen, cut into pieces and glued back wrongly.
 # Minutes: 2
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
@@ -701,10 +735,12 @@ widgets.DecodeStepper("transformer-en-fr", text="Show previous version in browse
 # for a phrase from the menus they see every day; the line beside the output says whether the
 # phrase (or, from 4 words on, one a word away from it) was in training: "Close all tabs" and
 # "Restart kernel" were, so they show memory, not generalisation. Nothing is unknown to it: a
-# rare word is written in pieces. Warn the room first: it learned interface strings, not sentences ("I
-# would like a cup of coffee" comes out as nonsense), and it reads case as written. The model
-# chooser has the EN->DE Transformer (weaker: it loses to a word-by-word dictionary on chrF;
-# "Show hidden files" gives "Verste Dateien anzeigen", "Show Hidden Files" the right
+# rare word is written in pieces. Warn the room first: it learned interface strings, not
+# sentences ("I would like a cup of coffee" comes out as nonsense), and it reads case as written.
+
+# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
+# The model chooser has the EN->DE Transformer (weaker: it loses to a word-by-word dictionary on
+# chrF; "Show hidden files" gives "Verste Dateien anzeigen", "Show Hidden Files" the right
 # "Versteckte Dateien anzeigen", and "Cancel" gives "Verbrechen", crime) and the EN->FR
 # RNNSearch.
 # Minutes: 2
@@ -728,17 +764,23 @@ lecture.vaswani_table(language)
 # English words, cased, one reference), far shorter. A BLEU score means nothing outside its test
 # set. The compute is the point: minutes on a 2-core CPU against 12 hours (base) to 3.5 days
 # (big) on 8 GPUs. Read our rows against the baselines (copying the English; a word-by-word
-# dictionary learned from the training split) and across the two splits: on the held-out
-# packages every model loses 4.7 to 8.3 chrF. The dictionary is ahead on chrF in German on both
-# splits, and on the held-out packages in French too (50.8 against 51.6, within the intervals: p
-# = 0.06); the Transformers are ahead on BLEU except held-out German. BLEU rewards word order,
-# chrF hardly sees it, so a word-by-word dictionary is a strong chrF baseline on short menu
-# strings, and it keeps every name. Exact match, the strictest: 15.7% (EN→FR) and 15.1% (EN→DE)
-# of the test split for the Transformers, 3.8% and 6.8% for the dictionary. The scores are
-# sacrebleu's, with their signatures in results/language.json; every number in the tables is
-# read from that file, and the README gives the paired tests. (Rare words: the "PosUnk" rows of
-# the paper's table use Luong, Sutskever, Le, Vinyals and Zaremba, ACL 2015; see also Jean et
-# al. 2015; ours, like the Transformer, write subword pieces.)
+# dictionary learned from the training split) and across the two splits: on the held-out packages
+# every model loses 4.7 to 8.3 chrF.
+
+# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
+# The dictionary is ahead on chrF in German on both splits, and on the held-out packages in
+# French too (50.8 against 51.6, within the intervals: p = 0.06); the Transformers are ahead on
+# BLEU except held-out German. BLEU rewards word order, chrF hardly sees it, so a word-by-word
+# dictionary is a strong chrF baseline on short menu strings, and it keeps every name. Exact
+# match, the strictest: 15.7% (EN→FR) and 15.1% (EN→DE) of the test split for the Transformers,
+# 3.8% and 6.8% for the dictionary. The scores are sacrebleu's, with their signatures in
+# results/language.json; every number in the tables is read from that file, and the README gives
+# the paired tests.
+
+# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
+# (Rare words: the "PosUnk" rows of the paper's table use Luong, Sutskever, Le, Vinyals and
+# Zaremba, ACL 2015; see also Jean et al. 2015; ours, like the Transformer, write subword
+# pieces.)
 # Minutes: 3
 
 # %% [markdown] slideshow={"slide_type": "slide"}
@@ -990,10 +1032,9 @@ alpha.detach().round(decimals=2)
 # ### Backup: edit me, your score inside a trained model
 
 # %%
-# s = s_{t-1}: (B, 1, d), h = h_1..h_n: (B, n, d)
-# -> the dot score s^T h_i: (B, 1, n). Edit it:
-dot = lambda s, h: s @ h.transpose(-2, -1)  # noqa: E731
-widgets.DecodeStepper("rnnsearch-dates-dot", score=dot)
+# s = s_{t-1}: (B, 1, d), h = h_1..h_n: (B, n, d) -> s^T h_i: (B, 1, n)
+score = lambda s, h: s @ h.transpose(-2, -1)  # the dot score: edit it
+widgets.DecodeStepper("rnnsearch-dates-dot", score=score)
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Edit the lambda, Shift+Enter, then step through the decoding. The model
@@ -1142,12 +1183,14 @@ print(lecture.rare_words_counts(rare))
 lecture.held_out_example(transformer_de, rare["example"], layer=rare["example"]["layer"])
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
-# German writes "customer name" as one word, Kundenname: a model with a vocabulary of whole
-# words learns such a word from one example, or never sees it (the earlier fixes: copy it via
-# a pointer into the source, Luong et al. ACL 2015, or a very large vocabulary, Jean et al.
-# 2015). Our models read and write subword pieces (byte-pair encoding, Sennrich et al. 2016,
-# trained with SentencePiece, Kudo and Richardson 2018, on the training split):
-# frequent words are one piece, a rare word or a compound is written in frequent pieces
-# ("Kunden" "##name"), and a character no piece covers is written as its bytes, so nothing is
-# ever <unk>. The printed line counts, over the test split, the outputs that hold a word
-# written in pieces and how many of those words are words of the reference.
+# German writes "customer name" as one word, Kundenname: a model with a vocabulary of whole words
+# learns such a word from one example, or never sees it (the earlier fixes: copy it via a pointer
+# into the source, Luong et al. ACL 2015, or a very large vocabulary, Jean et al. 2015). Our
+# models read and write subword pieces (byte-pair encoding, Sennrich et al. 2016, trained with
+# SentencePiece, Kudo and Richardson 2018, on the training split): frequent words are one piece,
+# a rare word or a compound is written in frequent pieces ("Kunden" "##name"), and a character no
+# piece covers is written as its bytes, so nothing is ever <unk>.
+
+# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
+# The printed line counts, over the test split, the outputs that hold a word written in pieces
+# and how many of those words are words of the reference.

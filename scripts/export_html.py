@@ -69,8 +69,9 @@ SKIP = shutil.ignore_patterns("*.map", "*.esm.js", "embed-amd.js", "libembed-amd
 # The stock reveal template, with these changes: it no longer imports mermaid.js from a CDN
 # (the deck has no mermaid diagrams); MathJax does not break formulas across lines (its
 # automatic line breaks split a fraction from its left-hand side); a code cell whose input
-# JupyterLab hides (jupyter.source_hidden) shows its outputs only, as in the slideshow; and the
-# slideshow's rise.css (the notebook's folder) is inlined, so the export shows the type sizes of
+# JupyterLab hides (jupyter.source_hidden) shows its outputs only, as in the slideshow; a raw
+# cell of text/markdown (the speaker notes) is rendered as markdown, its "<eos>" and "<s>" kept
+# as text; and the slideshow's rise.css (the notebook's folder) is inlined, so the export shows the type sizes of
 # the slideshow.
 TEMPLATE = "attnlab_offline_slides.html.j2"
 TEMPLATE_SOURCE = r"""{%- extends 'index.html.j2' -%}
@@ -100,6 +101,17 @@ if (window.MathJax) {
 {{ super() }}
 {%- endif -%}
 {%- endblock input_group -%}
+{%- block rawcell scoped -%}
+{%- if cell.metadata.get('raw_mimetype', '') == 'text/markdown' -%}
+<div class="jp-Cell jp-MarkdownCell jp-Notebook-cell">
+<div class="jp-RenderedHTMLCommon jp-RenderedMarkdown jp-MarkdownOutput">
+{{ cell.source | replace("&", "&amp;") | replace("<", "&lt;") | markdown2html }}
+</div>
+</div>
+{%- else -%}
+{{ super() }}
+{%- endif -%}
+{%- endblock rawcell -%}
 {%- block html_head_css -%}
 {%- if resources.attnlab_css -%}
 <style type="text/css">

@@ -120,6 +120,26 @@ def test_every_slide_has_speaker_notes(notebook):
         assert "notes" in kinds, f"no speaker notes on the slide {cells[0].source[:60]!r}"
 
 
+#: The most characters of one notes cell.  RISE puts a notes cell's whole node in the slide's
+#: <aside class="notes">, which the speaker view (S) copies: a raw cell's node is its editor,
+#: and an editor on a slide not shown draws only its first 900 or so characters (measured in
+#: Chromium: 916 and more were cut).  A markdown cell would bring its source and its rendered
+#: text (every note twice).  Longer notes are split over several raw cells.
+NOTES_MAX_CHARS = 760
+
+
+def test_speaker_notes_are_raw_cells_the_speaker_view_shows_whole(notebook):
+    notes = [
+        c for c in notebook.cells if c.metadata.get("slideshow", {}).get("slide_type") == "notes"
+    ]
+    assert notes
+    for cell in notes:
+        where = cell.source[:60]
+        assert cell.cell_type == "raw", f"a {cell.cell_type} notes cell shows twice: {where!r}"
+        assert cell.metadata.get("raw_mimetype") == "text/markdown", where
+        assert len(cell.source) <= NOTES_MAX_CHARS, f"{len(cell.source)} characters: {where!r}"
+
+
 @pytest.mark.parametrize(
     "shown",
     ["attention", "scaled_dot_product_attention", "causal_mask", "MultiHeadAttention.forward"],
