@@ -641,7 +641,7 @@ lecture.held_out_example(transformer_de, verb, layer=verb["layer"], head=verb["h
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Writing "löschen" it puts 1.00 on "Clear"; the other three heads put 0.98, 0.99 and 0.85 there.
-# Other heads and layers do other things: the DecodeStepper and the HeadView show each head.
+# Other heads and layers do other things: the DecodeStepper's attention menu shows each head.
 # Minutes: 2
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
@@ -833,9 +833,10 @@ lecture.vaswani_table(language)
 # ## Backup slides
 #
 # Cut from the main path, kept for questions: the equations checked by hand, the causal mask's
-# source, how the heads split the work, your own score in a trained model, where the alignment breaks, training live, forward times on one thread, path
-# lengths explored, $Q$/$K$/$V$ of the trained model, the library's multi-head attention, every
-# head on a date you type (HeadView), Table 2 of Vaswani et al., and rare words in German.
+# source, how the heads split the work, your own score in a trained model, where the alignment
+# breaks, training live, forward times on one thread, path lengths explored, $Q$/$K$/$V$ of the
+# trained model, the library's multi-head attention, Table 2 of Vaswani et al., and rare words
+# in German.
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Not part of the 90 minutes: open one of these when a question asks for it.
@@ -1032,12 +1033,12 @@ alpha.detach().round(decimals=2)
 # ### Backup: edit me, your score inside a trained model
 
 # %%
-# s = s_{t-1}: (B, 1, d), h = h_1..h_n: (B, n, d) -> s^T h_i: (B, 1, n)
-score = lambda s, h: s @ h.transpose(-2, -1)  # the dot score: edit it
+score = lambda s, h: s @ h.transpose(-2, -1)  # s_{t-1}^T h_i: edit me
 widgets.DecodeStepper("rnnsearch-dates-dot", score=score)
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
-# Edit the lambda, Shift+Enter, then step through the decoding. The model
+# Edit the lambda (s = s_{t-1}: (B, 1, d), h = h_1..h_n: (B, n, d) -> scores (B, 1, n)),
+# Shift+Enter, then step through the decoding. The model
 # (rnnsearch-dates-dot, trained with the dot score) keeps its trained weights; only the score
 # is ours. Ask the room first: will the date survive? Good edits to try: `/ 8` (softer
 # attention, usually still right: the trained scores are large), `-s @ ...` (the decoder looks
@@ -1145,17 +1146,6 @@ lecture.show_source(A.MultiHeadAttention.forward)
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # The same four steps as the multi-head slide, with a batch dimension and a mask shared by the
 # heads.
-
-# %% [markdown] slideshow={"slide_type": "subslide"}
-# ### Backup: every head, on a date you type
-
-# %% jupyter={"source_hidden": true}
-widgets.HeadView(transformer, text="3 May 1979")
-
-# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
-# Every head of one layer of transformer-dates, self- and cross-attention (toggles), on a date
-# the room types. What the heads do is measured on the heads slide (switching them off), not
-# read off these pictures.
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Backup: Table 2 of Vaswani et al.

@@ -82,6 +82,7 @@ SCAFFOLDING = re.compile(
 # The readable type at 1280x720, in CSS px as the browser computes them.
 # Code: a cell's input; output: its text outputs and the library's source listings.
 MIN_MARKDOWN_PX, MIN_CODE_PX, MIN_OUTPUT_PX, MIN_TEXT_PX = 24.0, 24.0, 20.0, 18.0
+MIN_LABEL_PX = 22.0  # a picture's tick and axis labels (attnlab.pictures.typography)
 MAX_LABELLED_TOKENS = 40  # heatmaps up to this many keys or queries label every one
 
 LATENCY_MOVES = 5  # slider moves timed per slider in the slideshow
@@ -143,6 +144,7 @@ MINI = Deck(
     under_controls=("Under the arrows",),
     sparse=(
         "A small deck for the browser tests",
+        "A slider the kernel answers",
         "Too wide for the screen",
         "Too small to read",
         "A picture shown too small",
@@ -1091,8 +1093,16 @@ def picture_record(data: bytes) -> dict | None:
     fig = figures.FIGURES[name]()
     sizes = typography.text_sizes(fig, image.width)  # at the PNG's own width
     px, text = min(sizes) if sizes else (0.0, "")
+    labels = typography.label_sizes(fig, image.width)
+    label_px, label = min(labels) if labels else (0.0, "")
     hm = [h.record() for h in heatmaps.heatmaps_of(fig)]
-    return {"min_text_px": px, "min_text": text[:40], "heatmaps": hm}
+    return {
+        "min_text_px": px,
+        "min_text": text[:40],
+        "min_label_px": label_px,
+        "min_label": label[:40],
+        "heatmaps": hm,
+    }
 
 
 def picture_problems(record: dict | None, shown: float, natural: float) -> list[str]:
@@ -1105,6 +1115,12 @@ def picture_problems(record: dict | None, shown: float, natural: float) -> list[
         problems.append(
             f"text {px:.1f} px tall (< {MIN_TEXT_PX:g}): {record['min_text']!r}, the picture "
             f"shown {shown:.0f} px wide, drawn {natural:.0f}"
+        )
+    label_px = record.get("min_label_px", 0.0) * shown / natural
+    if record.get("min_label_px") and label_px < MIN_LABEL_PX - 0.05:
+        problems.append(
+            f"tick or axis label {label_px:.1f} px tall (< {MIN_LABEL_PX:g}): "
+            f"{record['min_label']!r}, the picture shown {shown:.0f} px wide, drawn {natural:.0f}"
         )
     for heat in record["heatmaps"]:
         keys, queries = heat["keys"], heat["queries"]

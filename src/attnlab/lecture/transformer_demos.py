@@ -86,7 +86,7 @@ def three_attentions(model, text: str, layer: int = -1) -> Picture:
     ]
 
     def draw():
-        fig, sizes = canvas.slide_figure(MAX_WIDTH_PX, 455)
+        fig, sizes = canvas.slide_figure(1140, 500)  # three panels of 22 px labels
         axes = fig.subplots(1, 3, width_ratios=[len(src), len(out) + 2, len(src) + 3])
         labels = [("source", "source"), ("decoder input", "decoder input"), ("source", "")]
         for k, (ax, (title, values, x, y)) in enumerate(zip(axes, panels, strict=True)):

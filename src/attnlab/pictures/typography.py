@@ -24,8 +24,10 @@ __all__ = [
     "SLIDE_WIDTH_PX",
     "SLIDE_HEIGHT_PX",
     "MIN_TEXT_PX",
+    "MIN_LABEL_PX",
     "TypeSizes",
     "TYPE",
+    "label_sizes",
     "points",
     "shown_px",
     "CHAR_WIDTH",
@@ -59,14 +61,15 @@ use_matplotlib_fonts()
 
 SLIDE_WIDTH_PX, SLIDE_HEIGHT_PX = 1280, 720  # the deck's RISE size
 MIN_TEXT_PX = 18.0  # the smallest type that reads from the back of the room
+MIN_LABEL_PX = 22.0  # tick and axis labels: the keys and queries a heatmap is read by
 
 
 @dataclass(frozen=True)
 class TypeSizes:
     """Font sizes by role.  :data:`TYPE` holds them in px at the shown size; ``.at`` in points."""
 
-    tick: float = 18.0  # tick labels (heatmap tokens included)
-    label: float = 19.0  # axis labels, legends
+    tick: float = 22.0  # tick labels (heatmap tokens included)
+    label: float = 22.0  # axis labels, legends
     title: float = 21.0  # titles
     caption: float = 19.0  # captions and readouts drawn into a picture
     table: float = 20.0  # table text (HTML in widgets)
@@ -160,6 +163,22 @@ def text_sizes(fig: Figure, shown_width_px: float, draw: bool = True) -> list[tu
     return out
 
 
+def label_sizes(fig: Figure, shown_width_px: float) -> list[tuple[float, str]]:
+    """(px tall on the slide, text) of the tick labels in view and the axis labels of ``fig``
+    (drawn already): the labels a heatmap's reader reads its keys and queries by."""
+    _, shown = _shown_tick_labels(fig)
+    axis_labels = {id(a.xaxis.label) for a in fig.axes} | {id(a.yaxis.label) for a in fig.axes}
+    width = fig.get_figwidth()
+    return [
+        (round(shown_px(t.get_fontsize(), width, shown_width_px), 6), t.get_text())
+        for t in fig.findobj(Text)
+        if (id(t) in shown or id(t) in axis_labels)
+        and t.get_visible()
+        and t.get_text().strip()
+        and t.get_alpha() != 0
+    ]
+
+
 def smallest_text(fig: Figure, shown_width_px: float) -> tuple[float, str]:
     """The smallest text of ``fig`` on the slide: (px, text)."""
     return min(text_sizes(fig, shown_width_px))
@@ -174,13 +193,18 @@ def picture_record(fig: Figure) -> dict:
     """What a PNG of ``fig`` (drawn already) shows, in the PNG's own pixels.
 
     ``min_text_px`` and ``min_text``: the smallest text, as tall as it is in the PNG (on the
-    slide: times shown width / PNG width); ``heatmaps``: each heatmap's keys and queries and
+    slide: times shown width / PNG width); ``min_label_px`` and ``min_label``: the same of its
+    tick and axis labels; ``heatmaps``: each heatmap's keys and queries and
     those labelled (``Heatmap.record``).
     """
     sizes = text_sizes(fig, fig.get_figwidth() * fig.dpi, draw=False)
     px, text = min(sizes) if sizes else (0.0, "")
+    labels = label_sizes(fig, fig.get_figwidth() * fig.dpi)
+    label_px, label = min(labels) if labels else (0.0, "")
     return {
         "min_text_px": round(px, 2),
         "min_text": text[:40],
+        "min_label_px": round(label_px, 2),  # tick and axis labels
+        "min_label": label[:40],
         "heatmaps": [h.record() for h in getattr(fig, "_attnlab_heatmaps", [])],
     }
