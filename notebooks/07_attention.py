@@ -617,7 +617,7 @@ lecture.heads_compared()  # training by the recipe, cached: about 10 minutes (`a
 # newstest2013), single-head attention is 0.9 BLEU worse than the best setting, and 32 heads are
 # also worse. Trained models use their heads unequally: many can be pruned with little loss
 # (Michel et al. 2019; Voita et al. 2019). Backup: how the trained 4-head model splits its work.
-# Minutes: 3
+# Minutes: 2.5
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ### German commands: infinitive last
@@ -745,6 +745,26 @@ widgets.DecodeStepper("transformer-en-fr", text="Show previous version in browse
 # RNNSearch.
 # Minutes: 2
 
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### Subwords: why no word is unknown, and where they hurt
+#
+# The models read and write **subword pieces** (BPE, Sennrich et al. 2016): a word the training
+# text holds often is one piece, a rare one several, and a byte is the last resort, so nothing
+# is `<unk>`. They decode **greedily** (the likeliest piece at each step); beam search keeps the
+# $k$ best prefixes instead.
+
+# %% jupyter={"source_hidden": true}
+lecture.subword_table(attnlab.load("transformer-en-fr"))
+
+# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
+# Why not words: a word vocabulary cannot read a word the training split lacks (it becomes
+# <unk>); the pieces can. The cost shows in the third row: "Follow" with a
+# capital is rare in the training text, so it is read as F, ol, low, and the output starts with
+# a word that does not exist ("Divre"); "motions" becomes "moitions". "élu" for "to be elected"
+# is a wrong form ("à élire"). Greedy is one prefix at each step, the fastest; the library's
+# decode(model, text, beam=4) keeps the 4 best, which recovers from some early mistakes.
+# Minutes: 2
+
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ### Ours, and Vaswani et al.'s Table 2: not comparable
 
@@ -781,7 +801,7 @@ lecture.vaswani_table(language)
 # (Rare words: the "PosUnk" rows of the paper's table use Luong, Sutskever, Le, Vinyals and
 # Zaremba, ACL 2015; see also Jean et al. 2015; ours, like the Transformer, write subword
 # pieces.)
-# Minutes: 3
+# Minutes: 2
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## References

@@ -56,3 +56,15 @@ def test_each_frame_holds_the_decoding_it_draws(gallery):
 def test_bad_phrase_lists_are_refused_in_one_line(phrases):
     with pytest.raises(ValueError, match="phrases must be"):
         PhraseGallery("transformer-en-fr", phrases)
+
+
+def test_the_subword_slide_shows_held_out_strings_in_the_models_pieces():
+    from attnlab.lecture import SUBWORD_PHRASES, subword_table
+    from attnlab.training.checkpoints import load
+
+    unseen = {en for en, _ in load_corpus("fr")["unseen"]}
+    assert all(text in unseen for text in SUBWORD_PHRASES)
+    table = subword_table(load("transformer-en-fr"))
+    assert [row[0] for row in table.rows] == SUBWORD_PHRASES
+    assert any("##" in row[1] for row in table.rows), "no word cut into pieces"
+    assert all(row[2] for row in table.rows), "an empty translation"

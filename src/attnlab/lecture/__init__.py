@@ -22,9 +22,11 @@ from attnlab.lecture.display import (
 )
 from attnlab.lecture.language_pictures import (
     PREPARED_PHRASES,
+    SUBWORD_PHRASES,
     alpha_and_occlusion,
     held_out_example,
     self_attention_heads,
+    subword_table,
 )
 from attnlab.lecture.measurements import (
     MEASUREMENTS_FILE,
@@ -68,6 +70,7 @@ __all__ = [
     "Table",
     "alignment_failure",
     "PREPARED_PHRASES",
+    "SUBWORD_PHRASES",
     "alpha_and_occlusion",
     "causal_demo",
     "equal_compute",
@@ -90,6 +93,7 @@ __all__ = [
     "rare_words_counts",
     "reverse_demo",
     "self_attention_heads",
+    "subword_table",
     "sequential_steps",
     "show_source",
     "teacher_forcing",

@@ -6,12 +6,19 @@ from __future__ import annotations
 import numpy as np
 
 from attnlab.decode import decode
-from attnlab.lecture.display import CELL_PX, MAX_WIDTH_PX, Picture
+from attnlab.lecture.display import CELL_PX, MAX_WIDTH_PX, Picture, Table
 from attnlab.pictures import canvas, heatmaps
 from attnlab.pictures.typography import CHAR_WIDTH, TYPE
 from attnlab.text.vocab import tokenize
 
-__all__ = ["PREPARED_PHRASES", "self_attention_heads", "held_out_example", "alpha_and_occlusion"]
+__all__ = [
+    "PREPARED_PHRASES",
+    "SUBWORD_PHRASES",
+    "self_attention_heads",
+    "held_out_example",
+    "alpha_and_occlusion",
+    "subword_table",
+]
 
 #: The live demo's prepared English->French phrases (:class:`attnlab.widgets.PhraseGallery`):
 #: strings of the held-out packages (Trac, OpenSlides), none in the training split nor one
@@ -143,3 +150,27 @@ def alpha_and_occlusion(example: dict, agreement: float) -> Picture:
     )
     return Picture(draw, summary, {"alpha": alpha, "drop": drop}, name="alpha_and_occlusion",
                    inputs=[alpha, drop, list(x), list(y), t], code=(__name__,))  # fmt: skip
+
+
+#: Strings of the held-out packages whose rare words the subword vocabulary cuts into pieces.
+SUBWORD_PHRASES = [
+    "Participant number",
+    "Number of persons to be elected",
+    "Follow recommendations for all motions",
+]
+
+
+def subword_table(model, texts: list[str] = SUBWORD_PHRASES) -> Table:
+    """Each text as the model reads it (its subword pieces, "##" a piece inside a word) and what
+    it writes (greedy)."""
+    rows = []
+    for text in texts:
+        d = decode(model, text)
+        pieces = heatmaps.tick_labels(d.source_tokens[:-1], True)  # without <eos>
+        rows.append([text, " ".join(pieces), model.tgt_vocab.join(d.output_tokens)])
+    return Table(
+        ["English (held out)", "the pieces it reads", "it writes (greedy)"],
+        rows,
+        caption="SentencePiece BPE: 4,000 pieces for both sides, learned from the training split",
+        first_width=30,
+    )
