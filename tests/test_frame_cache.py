@@ -19,7 +19,13 @@ import attnlab
 from attnlab import lecture
 from attnlab.experiments.language import load_results
 from attnlab.pictures import canvas, frame_cache
-from attnlab.widgets import DecodeStepper, HeadView, PathLengthExplorer, ScaledDotExplorer, ScoreLab
+from attnlab.widgets import (
+    DecodeStepper,
+    PathLengthExplorer,
+    PhraseGallery,
+    ScaledDotExplorer,
+    ScoreLab,
+)
 
 REBUILD = "re-execute the deck with ATTNLAB_RECORD_FRAMES=1 (README: Editing the deck)"
 
@@ -33,7 +39,7 @@ def deck_pictures() -> list[bytes]:
         DecodeStepper(),
         ScaledDotExplorer(),
         PathLengthExplorer(),
-        HeadView(transformer, text="3 May 1979"),
+        PhraseGallery("transformer-en-fr", lecture.PREPARED_PHRASES),
         DecodeStepper("transformer-en-fr", text="Show previous version in browser"),
     ]
     pngs = [png for widget in shown for png in widget_pngs(widget)]
@@ -44,7 +50,9 @@ def deck_pictures() -> list[bytes]:
         lecture.alignment_failure(attnlab.load("rnnsearch-reverse-30"), length=45, seed=0),
         lecture.held_out_example(attnlab.load("rnnsearch-en-fr"), language["word_order"]),
         lecture.alpha_and_occlusion(
-            language["alpha_vs_occlusion"]["example"], language["alpha_vs_occlusion"]["agreement"]
+            language["alpha_vs_occlusion"]["example"],
+            language["alpha_vs_occlusion"]["agreement"],
+            language["alpha_vs_occlusion"]["chance"],
         ),
     ]
     return pngs + [p._repr_png_() for p in pictures]

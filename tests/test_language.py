@@ -10,7 +10,9 @@ import torch
 
 import attnlab
 from attnlab.decode import allowed_tokens, decode, steps
+from attnlab.experiments.attribution import alpha_vs_occlusion
 from attnlab.experiments.language import MODELS, RESULTS_FILE, load_results
+from attnlab.experiments.language_examples import beam_against_greedy, same_words
 from attnlab.models import catalogue
 from attnlab.text.corpus import load_corpus
 from attnlab.text.subwords import word_spans
@@ -306,6 +308,8 @@ def test_the_german_model_writes_a_held_out_word_in_pieces(models):
     assert tokenize(d.text, lower=False) == tokenize(ex["reference"], lower=False)
     pieced = [w for w, idx in word_spans(d.output_tokens) if len(idx) > 1 and w.isalpha()]
     assert pieced and all(w in d.text for w in pieced)
+    # a compound: two or more English words, one German word of letters, in pieces
+    assert len([w for w in tokenize(d.text) if w.isalpha()]) == 1 < len(ex["source"].split())
     assert 0 < rare["pieced_outputs"] <= rare["strings"]
     assert 0 <= rare["pieced_in_reference"] <= rare["pieced_words"]
 
@@ -326,6 +330,23 @@ def test_alpha_is_not_always_an_explanation(models):
     assert int(occ.argmax()) == ex["occlusion_argmax"] != ex["alpha_argmax"]
     alpha = torch.tensor(ex["alpha"])[ex["step"], :-1]
     assert int(alpha.argmax()) == ex["alpha_argmax"]
+    # the slide: "34% of the steps (by chance: 13.5%)", about 2.5 times chance
+    assert 0 < res["chance"] < res["agreement"]
+
+
+def test_occlusion_chance_is_one_over_the_source_pieces_at_each_step(models):
+    model = models["rnnsearch-en-fr"]
+    pairs = sample("fr")[:6]
+    res = alpha_vs_occlusion(model, pairs)
+    steps = share = 0.0
+    for en, _ in pairs:
+        if len(tokenize(en)) < 2:
+            continue
+        d = decode(model, en)
+        pieces = len(d.source_tokens) - 1  # without <eos>: the pieces occlusion hides
+        steps, share = steps + len(d.output_tokens), share + len(d.output_tokens) / pieces
+    assert res["steps"] == steps > 0
+    assert res["chance"] == round(share / steps, 3)
 
 
 # --------------------------------------------------------------------------- make train / bench
@@ -442,3 +463,21 @@ def test_dropout_acts_while_training_only():
         assert torch.equal(with_drop(x, n, y), plain(x, n, y)), kind
         with_drop.train()
         assert not torch.equal(with_drop(x, n, y), plain(x, n, y)), kind
+
+
+def test_beam_against_greedy_counts_the_strings_each_alone_gets_right(models):
+    model = models["transformer-en-fr"]
+    # two strings the subword slide shows beam search righting, and a sample of the test split
+    pairs = [("Can create motions", "Peut créer des motions"),
+             ("Available Reports", "Rapports disponibles"), *sample("fr")[:8]]  # fmt: skip
+    res = beam_against_greedy(model, pairs, beam=4)
+    right = [
+        (same_words(decode(model, en).text, ref), same_words(decode(model, en, beam=4).text, ref))
+        for en, ref in pairs
+    ]
+    assert res["strings"] == len(pairs) and res["beam"] == 4
+    assert res["beam_only"] == sum(b and not g for g, b in right) >= 2
+    assert res["greedy_only"] == sum(g and not b for g, b in right)
+    assert res["both"] == sum(g and b for g, b in right)
+    stored = load_results()["beam_against_greedy"]
+    assert stored["strings"] == len(load_corpus("fr")["unseen"])

@@ -244,7 +244,7 @@ def test_pictures_are_no_wider_than_the_slides_output_area(three, heads):
         lecture.causal_demo(),
     ):
         fig = picture.fig
-        assert fig.get_figwidth() * fig.dpi <= lecture.MAX_WIDTH_PX, repr(picture)
+        assert fig.get_figwidth() * fig.dpi <= lecture.OUTPUT_AREA_PX, repr(picture)
 
 
 # ----------------------------------------------------------------------------- new slides
@@ -507,11 +507,12 @@ def test_head_roles_table_names_each_heads_most_frequent_role(language):
 def test_alpha_and_occlusion_show_the_stored_example(language):
     occlusion = language["alpha_vs_occlusion"]
     example = occlusion["example"]
-    picture = lecture.alpha_and_occlusion(example, occlusion["agreement"])
+    picture = lecture.alpha_and_occlusion(example, occlusion["agreement"], occlusion["chance"])
     t, a, k = example["step"], example["alpha_argmax"], example["occlusion_argmax"]
     assert int(np.argmax(picture.data["alpha"][t])) == a != k
     assert int(np.argmax(picture.data["drop"][t])) == k
     assert f"{occlusion['agreement']:.0%}" in repr(picture)
+    assert f"chance {occlusion['chance']:.1%}" in repr(picture)
     assert _smallest_px(picture) >= typography.MIN_TEXT_PX
 
 
@@ -520,3 +521,4 @@ def test_rare_words_counts_reads_the_measured_counts(language):
     line = lecture.rare_words_counts(rare)
     assert f"{rare['pieced_outputs']} of {rare['strings']} outputs" in line
     assert f"{rare['pieced_words']} such words, {rare['pieced_in_reference']} of them" in line
+    assert all(len(part) <= 70 for part in line.splitlines())  # no line wraps on the slide

@@ -1,4 +1,4 @@
-"""The lecture fits 90 minutes: each slide's speaker notes give its minutes, summed <= 70.
+"""The lecture fits 90 minutes: each slide's speaker notes give its minutes, summed <= 60.
 
 The format the deck follows: the last line of a speaker-notes cell is
 exactly ``Minutes: N`` (N an int or a decimal, e.g. ``Minutes: 1.5``), one such line per slide
@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[1]
 DECK = ROOT / "notebooks" / "07_attention.ipynb"
 MINUTES = re.compile(r"^Minutes: (\d+(?:\.\d+)?)$")
 REFERENCES = re.compile(r"^#+\s*References\b", re.MULTILINE)
-BUDGET = 70.0  # notes-minutes of the main path: the rest of 90 goes to questions and live work
+BUDGET = 60.0  # notes-minutes of the main path: the rest of 90 goes to questions and live work
 
 
 def slide_type(cell: dict) -> str:
@@ -80,7 +80,7 @@ def minutes(nb: dict) -> tuple[float, list[str]]:
     return total, problems
 
 
-def test_the_main_path_fits_70_minutes_by_its_notes():
+def test_the_main_path_fits_60_minutes_by_its_notes():
     nb = json.loads(DECK.read_text(encoding="utf-8"))
     total, problems = minutes(nb)
     assert not problems, "\n".join(problems)

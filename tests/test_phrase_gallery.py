@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from attnlab.decode import decode
 from attnlab.lecture import PREPARED_PHRASES
 from attnlab.text import seen
 from attnlab.text.corpus import load_corpus
@@ -67,4 +68,9 @@ def test_the_subword_slide_shows_held_out_strings_in_the_models_pieces():
     table = subword_table(load("transformer-en-fr"))
     assert [row[0] for row in table.rows] == SUBWORD_PHRASES
     assert any("##" in row[1] for row in table.rows), "no word cut into pieces"
-    assert all(row[2] for row in table.rows), "an empty translation"
+    assert all(row[2] and row[3] for row in table.rows), "an empty translation"
+    model = load("transformer-en-fr")
+    for text, _, greedy, beam in table.rows:
+        assert greedy == decode(model, text).text and beam == decode(model, text, beam=4).text
+    # the slide's notes: beam search rights a rare word's pieces that greedy decoding garbles
+    assert any(greedy != beam for _, _, greedy, beam in table.rows)

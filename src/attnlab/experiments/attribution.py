@@ -44,8 +44,8 @@ def occlusion(model, text: str) -> dict:
 
 
 def alpha_vs_occlusion(model=None, pairs=None) -> dict:
-    """How often alpha's argmax is the word whose occlusion hurts most, over the test split,
-    and the clearest counter-example: a step whose output is a word of the reference, where
+    """How often alpha's argmax is the word whose occlusion hurts most, over the test split
+    (and how often two picks at random would agree: ``chance``), and the clearest counter-example: a step whose output is a word of the reference, where
     alpha's favourite word barely matters (its occlusion costs < 0.1 nats) while another
     word's costs the most (> 1 nat); outputs equal to the reference first, then the largest
     lead of alpha's favourite over the word that matters.  Words read as <unk> are left out
@@ -53,6 +53,7 @@ def alpha_vs_occlusion(model=None, pairs=None) -> dict:
     model = model or load("rnnsearch-en-fr")
     pairs = pairs if pairs is not None else load_corpus("fr")["test"]
     agree = total = 0
+    chance = 0.0  # the agreement of two uniform random picks: 1/n per step
     best = None
     for en, ref in pairs:
         if len(tokenize(en)) < 2:
@@ -63,13 +64,18 @@ def alpha_vs_occlusion(model=None, pairs=None) -> dict:
         for t, word in enumerate(o["decoding"].output_tokens):
             a, k = int(alpha[t].argmax()), int(o["drop"][t].argmax())
             agree, total = agree + (a == k), total + 1
+            chance += 1 / alpha.shape[1]
             gap = float(alpha[t, a] - alpha[t, k])  # how much more alpha gives the wrong word
             known = UNK not in (o["decoding"].source_tokens[a], o["decoding"].source_tokens[k])
             clear = known and a != k and o["drop"][t, a] < 0.1 and o["drop"][t, k] > 1.0
             clear = clear and word[0].isalpha() and word in tokenize(ref)  # a real word, right
             if clear and (best is None or (right, gap) > best[:2]):
                 best = (right, gap, en, ref, t, a, k)
-    result = {"agreement": round(agree / max(total, 1), 3), "steps": total}
+    result = {
+        "agreement": round(agree / max(total, 1), 3),
+        "chance": round(chance / max(total, 1), 3),
+        "steps": total,
+    }
     if best is not None:
         _, _, en, ref, t, a, k = best
         o = occlusion(model, en)

@@ -3,10 +3,12 @@ by hand) among the corpus's **test** strings, stored with its tokens and weights
 
 * :func:`word_order_example`: RNNSearch (EN->FR) translating a test string right (its output
   equals the reference, word for word) while its alpha crosses: an output word attends to a
-  source word further *left* than the previous output word did (Bahdanau's Fig. 3, the
-  noun-adjective swap "default cell type" -> "type de cellule par défaut").
+  source word further *left* than the previous output word did (Bahdanau's Fig. 3: the
+  adjective behind the noun, "available images" -> "images disponibles").
 * :func:`verb_final_example`: the EN->DE Transformer writing the verb last where English has
   it first ("close all tabs" -> "alle tabs schließen"), and its cross-attention at that step.
+* :func:`beam_against_greedy`: how many held-out strings beam search gets right that greedy
+  decoding gets wrong, and the other way round.
 * :func:`rare_words`: the EN->DE Transformer writing words it could not learn whole in
   several subword pieces ("Daten" "##träger"): counted over the test split, with the shortest
   string it translates right that holds a word of letters written in pieces.
@@ -28,6 +30,7 @@ from attnlab.text.vocab import tokenize
 from attnlab.training.checkpoints import load
 
 __all__ = [
+    "beam_against_greedy",
     "decoded_example",
     "rare_words",
     "same_words",
@@ -83,29 +86,42 @@ def _words(text: str) -> int:
 
 
 def word_order_example(model=None, pairs=None) -> dict:
-    """Bahdanau's Fig. 3 on a held-out string: among the test strings of 3 to 8 words that
-    RNNSearch translates exactly right (word for word) while its alpha crosses (a later
-    output word looks further left than an earlier one: a word-order swap) and every English
-    token is some step's strongest weight, the one whose alpha is the most decided (highest
-    mean of each step's largest weight)."""
+    """Bahdanau's Fig. 3 on a held-out string: among the test strings of 4 to 12 words and no
+    placeholders that RNNSearch translates exactly right (word for word) while its alpha
+    crosses (a later output word looks further left than an earlier one: a word-order swap),
+    the longest, and among those the one whose alpha is the most decided (highest mean of
+    each output word's largest weight)."""
     model = model or load("rnnsearch-en-fr")
     pairs = pairs if pairs is not None else load_corpus("fr")["test"]
     found = []
     for en, ref in pairs:
-        if not 3 <= _words(en) <= 8:
+        if not 4 <= _words(en) <= 12 or "{" in en:
             continue
         d = decode(model, en)
         real = _per_word(d, 0, 0)[2][:, :-1]  # (words out, words in): without the <eos>
-        path = _argmax_path(real)
-        covered = len(set(path)) == real.shape[1]
-        if same_words(d.text, ref) and _crosses(path) and covered:
-            found.append((float(real.max(axis=1).mean()), en, ref))
+        if same_words(d.text, ref) and _crosses(_argmax_path(real)):
+            found.append((_words(en), float(real.max(axis=1).mean()), en, ref))
     if not found:
         raise LookupError("no test string is translated right with crossing alpha")
-    _, en, ref = max(found, key=lambda f: (f[0], f[1]))
+    *_, en, ref = max(found)
     example = decoded_example(model, en, ref)
     example["candidates"] = len(found)
     return example
+
+
+def beam_against_greedy(model=None, pairs=None, beam: int = 4) -> dict:
+    """Greedy decoding against beam search of width ``beam`` on ``pairs`` (default: the EN->FR
+    Transformer on the held-out packages): the strings each gets exactly right (word for word)
+    where the other does not."""
+    model = model or load("transformer-en-fr")
+    pairs = pairs if pairs is not None else load_corpus("fr")["unseen"]
+    beam_only = greedy_only = both = 0
+    for en, ref in pairs:
+        g = same_words(decode(model, en).text, ref)
+        b = same_words(decode(model, en, beam=beam).text, ref)
+        beam_only, greedy_only, both = beam_only + (b > g), greedy_only + (g > b), both + (g and b)
+    return {"beam": beam, "strings": len(pairs), "beam_only": beam_only,
+            "greedy_only": greedy_only, "both": both}  # fmt: skip
 
 
 def _is_verb_final(en: str, de: str, output: str) -> bool:
@@ -162,8 +178,9 @@ def rare_words(model=None, pairs=None) -> dict:
     """How the EN->DE Transformer writes words it could not learn whole, over the test split:
     a word of letters written in two or more subword pieces.  Counts the outputs that hold
     one, the words so written and how many of them are words of the reference, and keeps as
-    the example the shortest string of two or more English words translated right word for
-    word whose output holds such a word."""
+    the example a compound: among the strings of two or more English words translated right
+    word for word into one German word written in pieces, the shortest, then the one in the
+    fewest pieces."""
     model = model or load("transformer-en-de")
     pairs = pairs if pairs is not None else load_corpus("de")["test"]
     outputs = words = in_reference = 0
@@ -174,11 +191,13 @@ def rare_words(model=None, pairs=None) -> dict:
         outputs += bool(pieced)
         words += len(pieced)
         in_reference += sum(w in set(tokenize(ref, lower=False)) for w in pieced)
-        if pieced and _words(en) >= 2 and same_words(d.text, ref):
-            found.append((len(tokenize(en)), en, ref))
+        spans = [idx for w, idx in word_spans(d.output_tokens) if w.isalpha()]
+        compound = len(spans) == 1 and len(spans[0]) > 1  # one German word, in pieces
+        if compound and _words(en) >= 2 and same_words(d.text, ref):
+            found.append((len(tokenize(en)), len(spans[0]), en, ref))
     if not found:
-        raise LookupError("no test string is translated right with a word in pieces")
-    _, en, ref = min(found)
+        raise LookupError("no test string is translated right into one word in pieces")
+    *_, en, ref = min(found)
     layer = model.config.num_layers - 1
     example = decoded_example(model, en, ref, layer=layer)
     example.update(layer=layer, candidates=len(found))

@@ -29,7 +29,12 @@ from pathlib import Path
 from attnlab.experiments.attribution import alpha_vs_occlusion
 from attnlab.experiments.encoder_heads import head_roles
 from attnlab.experiments.language import MODELS, RESULTS_FILE, VASWANI_TABLE2
-from attnlab.experiments.language_examples import rare_words, verb_final_example, word_order_example
+from attnlab.experiments.language_examples import (
+    beam_against_greedy,
+    rare_words,
+    verb_final_example,
+    word_order_example,
+)
 from attnlab.files import write_atomic
 from attnlab.models.threads import torch_threads
 from attnlab.text.corpus import LANGS, load_corpus
@@ -137,6 +142,7 @@ def run(directory: Path | str | None = None, out: Path | str | None = None) -> d
             "word_order": word_order_example(shipped("rnnsearch-en-fr")),
             "verb_final": verb_final_example(shipped("transformer-en-de")),
             "rare_words": rare_words(shipped("transformer-en-de")),
+            "beam_against_greedy": beam_against_greedy(shipped("transformer-en-fr")),
             "head_roles": {
                 name: head_roles(shipped(name))
                 for name in ("transformer-en-de", "transformer-en-fr")

@@ -14,6 +14,7 @@
 from attnlab.lecture.display import (
     CELL_PX,
     MAX_WIDTH_PX,
+    OUTPUT_AREA_PX,
     Message,
     Picture,
     Source,
@@ -63,6 +64,7 @@ from attnlab.lecture.transformer_demos import (
 __all__ = [
     "CELL_PX",
     "MAX_WIDTH_PX",
+    "OUTPUT_AREA_PX",
     "MEASUREMENTS_FILE",
     "Message",
     "Picture",

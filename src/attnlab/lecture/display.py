@@ -20,12 +20,24 @@ from pygments.lexers import PythonLexer
 
 from attnlab.pictures import canvas, frame_cache
 
-__all__ = ["Table", "Source", "Picture", "Message", "show_source", "MAX_WIDTH_PX", "CELL_PX"]
+__all__ = [
+    "Table",
+    "Source",
+    "Picture",
+    "Message",
+    "show_source",
+    "MAX_WIDTH_PX",
+    "OUTPUT_AREA_PX",
+    "CELL_PX",
+]
 
 #: The widest a picture is drawn (px at 100 dpi): narrower than the output area of both the
 #: RISE slideshow and the offline export at 1280x720, so it is shown at its own size and
 #: its type at the size :mod:`attnlab.pictures.typography` sets.
 MAX_WIDTH_PX = 960
+#: The widest any picture may be (px): the output area of a slide at 1280x720, in RISE and the
+#: export, less a margin.  Pictures of three heatmaps with 22 px labels need it.
+OUTPUT_AREA_PX = 1205
 #: The smallest cell of a heatmap of words (px on the slide).
 CELL_PX = 44
 

@@ -116,13 +116,14 @@ def held_out_example(model, example: dict, what: str = "", layer: int | None = N
                    code=(__name__,))  # fmt: skip
 
 
-def alpha_and_occlusion(example: dict, agreement: float) -> Picture:
-    """alpha beside occlusion (the drop of log p(y_t) when source word i is hidden)."""
+def alpha_and_occlusion(example: dict, agreement: float, chance: float) -> Picture:
+    """alpha beside occlusion (the drop of log p(y_t) when source piece i is hidden, as a share
+    of the largest drop); ``agreement`` over the test split, beside ``chance`` (random picks)."""
     x = example["source_tokens"][:-1]  # without <eos>
     y = example["output_tokens"]
     alpha = np.asarray(example["alpha"])[:, :-1]  # (T, n - 1)
     drop = np.clip(np.asarray(example["occlusion"]), 0, None)  # (T, n - 1) nats
-    costs = "hiding word i costs (scaled)"
+    costs = "cost of hiding piece i (/ largest)"
     t, a, k = example["step"], example["alpha_argmax"], example["occlusion_argmax"]
 
     def draw():
@@ -146,30 +147,33 @@ def alpha_and_occlusion(example: dict, agreement: float) -> Picture:
         f"{example['source']!r} -> {example['output']!r}, output {t + 1} ({y[t]!r}): alpha "
         f"{x[a]!r} {alpha[t, a]:.2f}, {x[k]!r} {alpha[t, k]:.2f}; hiding {x[k]!r} costs "
         f"{cost[k]:.1f} nats, hiding {x[a]!r} {cost[a]:.2f}. Over the test split alpha's "
-        f"argmax is the most costly word at {agreement:.0%} of the steps"
+        f"argmax is the most costly piece at {agreement:.0%} of the steps (chance {chance:.1%})"
     )
     return Picture(draw, summary, {"alpha": alpha, "drop": drop}, name="alpha_and_occlusion",
                    inputs=[alpha, drop, list(x), list(y), t], code=(__name__,))  # fmt: skip
 
 
-#: Strings of the held-out packages whose rare words the subword vocabulary cuts into pieces.
+#: Strings of the held-out packages whose rare words the subword vocabulary cuts into pieces:
+#: two that beam search writes right where greedy decoding does not, one that neither does.
 SUBWORD_PHRASES = [
     "Participant number",
-    "Number of persons to be elected",
+    "Can create motions",
+    "Available Reports",
     "Follow recommendations for all motions",
 ]
 
 
-def subword_table(model, texts: list[str] = SUBWORD_PHRASES) -> Table:
+def subword_table(model, texts: list[str] = SUBWORD_PHRASES, beam: int = 4) -> Table:
     """Each text as the model reads it (its subword pieces, "##" a piece inside a word) and what
-    it writes (greedy)."""
+    it writes, greedily and with beam search of width ``beam``."""
     rows = []
     for text in texts:
         d = decode(model, text)
         pieces = heatmaps.tick_labels(d.source_tokens[:-1], True)  # without <eos>
-        rows.append([text, " ".join(pieces), model.tgt_vocab.join(d.output_tokens)])
+        beamed = decode(model, text, beam=beam)
+        rows.append([text, " ".join(pieces), d.text, beamed.text])
     return Table(
-        ["English (held out)", "the pieces it reads", "it writes (greedy)"],
+        ["English (held out)", "the pieces it reads", "greedy", f"beam {beam}"],
         rows,
         caption="SentencePiece BPE: 4,000 pieces for both sides, learned from the training split",
         first_width=30,

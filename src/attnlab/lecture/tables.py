@@ -69,10 +69,11 @@ def model_table(names: Sequence[str] = ("rnnenc-dates", "rnnsearch-dates", "tran
 def rare_words_counts(rare: dict) -> str:
     """One line: how often the EN->DE model wrote a word in several subword pieces, over
     the test split (``results["rare_words"]``, :mod:`attnlab.experiments.language`)."""
-    return (
+    share = rare["pieced_in_reference"] / max(rare["pieced_words"], 1)
+    return (  # two short lines: one long one wraps on the slide
         f"test split: {rare['pieced_outputs']} of {rare['strings']} outputs hold a word "
-        f"written in pieces; {rare['pieced_words']} such words, {rare['pieced_in_reference']} "
-        "of them words of the reference"
+        f"written in pieces;\n{rare['pieced_words']} such words, {rare['pieced_in_reference']} "
+        f"of them ({share:.0%}) words of the reference"
     )
 
 

@@ -39,7 +39,14 @@ from attnlab.training.checkpoints import load
 from ._base import BaseWidget
 from ._frames import FrameGrid
 
-__all__ = ["ScaledDotExplorer", "D_K_CHOICES", "DEFAULT_D_K", "row_entropy", "random_labels"]
+__all__ = [
+    "ScaledDotExplorer",
+    "D_K_CHOICES",
+    "DEFAULT_D_K",
+    "row_entropy",
+    "random_labels",
+    "trained_note",
+]
 
 RANDOM, TRAINED = "random Q, K", "trained Transformer"
 SCALED, UNSCALED = "divide by √d_k", "no scaling"
@@ -52,8 +59,13 @@ N_RANDOM = 8  # random queries and keys
 #: Scores are drawn on a fixed colour range [-SCORE_RANGE, SCORE_RANGE]: large unscaled
 #: scores saturate the colours just as they saturate the softmax.
 SCORE_RANGE = 6.0
-WIDTH_PX, HEIGHT_PX = 1180, 440
+WIDTH_PX, HEIGHT_PX = 1180, 470
 RANDOM_NOTE = "random mode: q_t, k_i have independent N(0, 1) entries; t, i are positions only"
+
+
+def trained_note(d_k: int) -> str:
+    """The note under a trained head's picture: its own d_k, and that an encoder is unmasked."""
+    return f"trained encoder head: d_k = {d_k}, not the slider's; an encoder is unmasked ('causal': a what-if)"
 
 
 def row_entropy(weights: np.ndarray) -> np.ndarray:
@@ -182,7 +194,9 @@ class ScaledDotExplorer(BaseWidget):
     def _build_figure(self) -> None:
         self.fig, sizes = slide_figure(WIDTH_PX, HEIGHT_PX, layout=None)
         W, H = WIDTH_PX, HEIGHT_PX
-        self.fig.subplots_adjust(left=70 / W, right=1 - 48 / W, top=1 - 34 / H, bottom=126 / H,
+        # room on the left and below for a trained head's labels ("<eos>", upright), the
+        # caption and the note under them
+        self.fig.subplots_adjust(left=120 / W, right=1 - 48 / W, top=1 - 34 / H, bottom=168 / H,
                                  wspace=0.22)  # fmt: skip
         axes = self.fig.subplots(1, 3)
         labels = {"xlabel": "keys k_i", "sizes": sizes}
@@ -205,15 +219,15 @@ class ScaledDotExplorer(BaseWidget):
         self.note_text = self.fig.text(8 / W, 8 / H, "", fontsize=sizes.caption, color="0.3")
         self._layout: tuple = ()
 
-    def _set_layout(self, keys: list[str], queries: list[str], trained: bool) -> None:
+    def _set_layout(self, keys: list[str], queries: list[str], note: str) -> None:
         """Redraw the static parts (tick labels, note) only when they change, and cache them."""
-        if (tuple(keys), tuple(queries), trained) == self._layout:
+        if (tuple(keys), tuple(queries), note) == self._layout:
             return
         for panel in self.panels:
             panel.set_labels(keys, queries)
-        self.note_text.set_text("trained encoder head: its tokens" if trained else RANDOM_NOTE)
+        self.note_text.set_text(literal(note))
         self._background = cache_background(self.fig)
-        self._layout = (tuple(keys), tuple(queries), trained)
+        self._layout = (tuple(keys), tuple(queries), note)
 
     def _frame(self, index, Q, K, keys, queries, scaled: bool, causal: bool, trained: bool):
         """Store one frame with the numbers it shows; its picture is read from the shipped
@@ -222,11 +236,12 @@ class ScaledDotExplorer(BaseWidget):
         used = "QKᵀ/√d_k" if scaled else "QKᵀ"
         title = f"softmax({used})" + (", causal" if causal else "")
         line = summary(values, Q.shape[1])
+        note = trained_note(Q.shape[1]) if trained else RANDOM_NOTE
         drawn = [values["scores"], values["scaled_scores"], values["weights"], list(keys),
-                 list(queries), trained, title, line]  # fmt: skip
+                 list(queries), note, title, line]  # fmt: skip
         picture = rendered(
             "ScaledDotExplorer", drawn,
-            lambda: self._draw(values, keys, queries, trained, title, line), code=[__name__],
+            lambda: self._draw(values, keys, queries, note, title, line), code=[__name__],
         )  # fmt: skip
         weights = values["weights"]
         self.grid.set(
@@ -235,11 +250,11 @@ class ScaledDotExplorer(BaseWidget):
             row_entropy=row_entropy(weights), scaled=scaled, causal=causal, trained=trained,
         )  # fmt: skip
 
-    def _draw(self, values: dict, keys, queries, trained: bool, title: str, line: str) -> bytes:
+    def _draw(self, values: dict, keys, queries, note: str, title: str, line: str) -> bytes:
         """The picture of one frame: the static parts cached, the panels blitted over them."""
         if self.fig is None:
             self._build_figure()
-        self._set_layout(keys, queries, trained)
+        self._set_layout(keys, queries, note)
         restore_background(self.fig, self._background)
         for panel, key in zip(self.panels, ("scores", "scaled_scores", "weights"), strict=True):
             panel.set_data(values[key])
@@ -340,7 +355,7 @@ class ScaledDotExplorer(BaseWidget):
     def _on_mode(self, change=None) -> None:
         trained = self.mode.value == TRAINED
         self.trained_box.layout.display = None if trained else "none"
-        self.d_k_slider.disabled = trained  # a trained head has its own d_k
+        self.d_k_slider.disabled = trained  # a trained head has its own d_k (its note says it)
         if trained and not self.guard(self._load_trained):
             message = self.message  # e.g. the model could not be loaded
             self.mode.value = RANDOM  # keep showing something meaningful

@@ -45,7 +45,7 @@ FORMULAS = {
     "additive": "vᵀtanh(Ws + Uhᵢ)",
 }
 EXAMPLE_DATES = ("3 May 1979", "14 July 1989", "1 Jan 2000", "12/05/2001", "21.08.1999")
-WIDTH_PX, HEIGHT_PX = 1190, 350  # the widest picture; the height grows with a long date
+WIDTH_PX, HEIGHT_PX = 1205, 350  # the widest picture; the height grows with a long date
 
 
 def said(score: str) -> str:
@@ -109,7 +109,7 @@ class ScoreLab(BaseWidget):
         sample = next(iter(decodings.values()))
         need_w, need_h = heatmap_room(sample.source_tokens, ["y"] * n_out, tick)
         k = len(decodings)
-        left, right, gap = 45, 65, 24
+        left, right, gap = 58, 65, 24
         bar = 1 / (1 - 0.046 - 0.03)  # the colorbar takes that share of its panel (Heatmap)
         cols = next(c for c in (k, 2, 1)
                     if left + right + (c - 1 + bar) * need_w + (c - 1) * gap <= WIDTH_PX
