@@ -170,8 +170,7 @@ print(f"alpha = {a}: soft {soft.item():.1f}, hard {hard.item():.0f}")
 # \end{aligned}
 # $$
 #
-# Output: $p(y_t \mid y_{<t}, x) = g(y_{t-1}, s_t, c_t)$. Our RNNSearch: additive. The paper
-# indexes the target by $i$, the source by $j$.
+# Output: $p(y_t \mid y_{<t}, x) = g(y_{t-1}, s_t, c_t)$. Our RNNSearch: additive.
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Walk through top to bottom. alpha is a softmax over source positions, so the weights are
@@ -180,7 +179,8 @@ print(f"alpha = {a}: soft {soft.item():.1f}, hard {hard.item():.0f}")
 # and s_0 comes from the encoder. y_t comes from p(y_t | y_<t, x) = g(y_{t-1}, s_t, c_t): in our
 # RNNSearch a softmax over W_o [s_t; c_t; y_{t-1}]. The classic question, which state queries and
 # where c_t goes: Bahdanau et al. query with s_{t-1}, before the RNN step, and feed c_t into that
-# step (s_t = f(s_{t-1}, y_{t-1}, c_t)) and into g.
+# step (s_t = f(s_{t-1}, y_{t-1}, c_t)) and into g. (The paper indexes the target by i and the
+# source by j; we keep t and i.)
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Luong et al. (EMNLP 2015) run the RNN step first, score the current state h_t, and feed c_t
@@ -210,19 +210,16 @@ widgets.DecodeStepper()  # the shipped rnnsearch-dates; more models in the model
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Real language: Bahdanau's Fig. 3, ours
 #
-# `rnnsearch-en-fr`, our RNNSearch, on interface strings of 60 open-source packages. A string
-# of the **test split**, neither in training nor one word from a string there:
+# `rnnsearch-en-fr` on a **test-split** string, not in training nor one word from one there:
 
 # %% jupyter={"source_hidden": true}
 language = load_results()  # measured once over the test split, with the models below
 rnnsearch_fr = attnlab.load("rnnsearch-en-fr")
 lecture.held_out_example(rnnsearch_fr, language["word_order"])
 
-# %% [markdown] slideshow={"slide_type": "fragment"}
-# The rows cross where French puts the adjective behind the noun; "les" has no English word.
-
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
-# Read it like Bahdanau's Fig. 3: each row is one French output piece, its weights over the
+# Our RNNSearch, trained on interface strings of 60 open-source packages. Read it like
+# Bahdanau's Fig. 3: each row is one French output piece, its weights over the
 # English pieces ("##" marks a piece that continues a word). The output is the reference, word
 # for word. The swap: "available images" -> "images disponibles": writing "images" the model
 # looks at "images", writing "disponibles" it goes back left to "available": the rows cross.
@@ -466,11 +463,9 @@ lecture.causal_demo(mask)
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ### Attention in the Transformer: $Q$, $K$, $V$
 #
-# <img src="../pics/transformer_attention.png" width="74%">
+# <img src="../pics/transformer_attention.png" width="79%">
 #
-# $Q$, $K$, $V$: learned projections, of the same $x$ in self-attention (in cross-attention $Q$
-# from the decoder, $K$, $V$ from the encoder). Keys are only matched ($QK^\top$ sets the
-# weights); values are only mixed: what makes a token easy to find need not be what it gives.
+# $Q$, $K$, $V$: learned projections; $QK^\top$ sets the weights, $V$ is what is mixed.
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # The soft dictionary lookup again, for all queries at once as one matrix product, with dot-
@@ -484,8 +479,8 @@ lecture.causal_demo(mask)
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # The picture's "Mask (opt.)" box: forbidden positions (the future in the decoder's
 # self-attention, padding in every attention) get the lowest float, not -inf (the masked-softmax
-# slide). Multi-head: h such attentions in parallel on
-# smaller projections, concatenated, times W^O.
+# slide). In cross-attention Q comes from the decoder, K and V from the encoder. Multi-head: h
+# such attentions in parallel on smaller projections, concatenated, times W^O.
 # Minutes: 2
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
@@ -525,7 +520,7 @@ alpha.round(decimals=2)  # the table's weights; out is its last column
 # Minutes: 3
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# ### Why divide by $\sqrt{d_k}$? Because $\mathrm{Var}(q^\top k) = d_k$
+# ### Why divide by $\sqrt{d_k}$?
 
 # %% jupyter={"source_hidden": true}
 widgets.ScaledDotExplorer()
@@ -558,10 +553,6 @@ assert torch.allclose(out, mha(x, x, x), atol=1e-6)  # = the library's
 # **One projection, cut into $h$:** $W^Q, W^K, W^V, W^O$ are $d_{model} \times d_{model}$
 # whatever $h$ is; head $i$ attends in its own $d_k = d_{model}/h$ columns: the parameters and
 # FLOPs of one wide head, with $h$ weight maps instead of one.
-
-# %% [markdown] slideshow={"slide_type": "fragment"}
-# **Why several?** A head returns *one* average of the values; $h$ heads return $h$. Dates:
-# 1 head learns as fast as 4 (ours, backup). WMT: 1 head 0.9 BLEU worse (Vaswani, Table 3 A).
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # One projection per role, then the columns are cut into h groups: each head attends in its own
@@ -713,8 +704,7 @@ lecture.language_table(language)
 lecture.vaswani_table(language)
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# The word-by-word dictionary is ahead of the German Transformer on chrF on both splits (and on
-# held-out BLEU); on held-out French it is level (51.6 against 50.8 chrF, p = 0.06).
+# The dictionary beats the German Transformer on chrF; held-out French: level (p = 0.06).
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Two tables on purpose: no number of ours sits in a column of theirs. Different data (about

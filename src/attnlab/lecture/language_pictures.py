@@ -100,7 +100,9 @@ def held_out_example(model, example: dict, what: str = "", layer: int | None = N
     x, y = result.source_tokens, result.output_tokens
 
     def draw():
-        fig, sizes, (ax,) = _sized_heatmaps(x, y, title=title)
+        fig, sizes, (ax,) = _sized_heatmaps(
+            x, y, max_height=480, title=title
+        )  # a slide's line below
         heatmaps.still_heatmap(
             ax, alpha, x, y, title=title, xlabel="English (source i)", ylabel="output t",
             sizes=sizes,

@@ -59,7 +59,7 @@ N_RANDOM = 8  # random queries and keys
 #: Scores are drawn on a fixed colour range [-SCORE_RANGE, SCORE_RANGE]: large unscaled
 #: scores saturate the colours just as they saturate the softmax.
 SCORE_RANGE = 6.0
-WIDTH_PX, HEIGHT_PX = 1180, 470
+WIDTH_PX, HEIGHT_PX = 1150, 470  # its right edge left of the slideshow's arrows
 RANDOM_NOTE = "random mode: q_t, k_i have independent N(0, 1) entries; t, i are positions only"
 
 
