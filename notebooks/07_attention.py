@@ -165,7 +165,7 @@ print(f"alpha = {a}: soft {soft.item():.1f}, hard {hard.item():.0f}")
 # s_t &= f(s_{t-1}, y_{t-1}, c_t) && \text{decoder state}\\[4pt]
 # c_t &= \sum_{i=1}^{n}\alpha_{t,i}\,h_i && \text{context vector}\\[4pt]
 # \alpha_{t,i} &= \frac{\exp(\mathrm{score}(s_{t-1},h_i))}{\sum_{j=1}^{n}\exp(\mathrm{score}(s_{t-1},h_j))} && \text{attention weights}\\[4pt]
-# \mathrm{score}(s_{t-1},h_i) &= v_a^\top \tanh(W_a s_{t-1} + U_a h_i) && \text{Bahdanau: additive}\\[4pt]
+# \mathrm{score}(s_{t-1},h_i) &= v^\top \tanh(W s_{t-1} + U h_i) && \text{Bahdanau: additive}\\[4pt]
 # \text{or } \mathrm{score}(s_{t-1},h_i) &= s_{t-1}^\top W_a h_i && \text{Luong's general form, on } s_{t-1}
 # \end{aligned}
 # $$
@@ -217,12 +217,16 @@ language = load_results()  # measured once over the test split, with the models 
 rnnsearch_fr = attnlab.load("rnnsearch-en-fr")
 lecture.held_out_example(rnnsearch_fr, language["word_order"])
 
+# %% [markdown] slideshow={"slide_type": "fragment"}
+# "disponibles" goes back to "available"; "les" has no English word.
+
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Our RNNSearch, trained on interface strings of 60 open-source packages. Read it like
 # Bahdanau's Fig. 3: each row is one French output piece, its weights over the
 # English pieces ("##" marks a piece that continues a word). The output is the reference, word
 # for word. The swap: "available images" -> "images disponibles": writing "images" the model
-# looks at "images", writing "disponibles" it goes back left to "available": the rows cross.
+# looks at "images"; writing "disponibles" it moves back left, about half to "available", so
+# the two rows' peaks swap order. It is a soft crossing, not a clean one.
 # "les" has no English counterpart (French needs the article); its weight is spread over
 # "fetch" and "images", the words around the place it fills.
 
@@ -270,7 +274,8 @@ lecture.held_out_example(rnnsearch_fr, language["word_order"])
 #
 # * A seq2seq model with **no RNN and no CNN**: attention alone connects the positions.
 # * Encoder tokens attend to every source token; a decoder token to the decoder tokens up to
-#   its own position (causal mask) and to every source token (cross-attention).
+#   its own position (causal mask) and to every source token (cross-attention: Bahdanau's
+#   attention again, the query from the decoder, keys and values the encoder's states).
 # * Payoff: an RNN's $h_t$ waits for $h_{t-1}$; self-attention computes all $n$ positions at
 #   once. The longest chain of operations that must wait for each other (autograd graph):
 
@@ -278,9 +283,8 @@ lecture.held_out_example(rnnsearch_fr, language["word_order"])
 lecture.sequential_steps(lengths=[8, 32, 128, 512], d=32)
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# Fewer sequential steps, **not less work**: a self-attention layer does $O(n^2 d)$ work (Table 1);
-# still, in our implementation (a GRU's step loop against batched matrix products) it was faster
-# on one CPU thread at every $n$ we timed (backup).
+# Fewer sequential steps, **not always less work**: $O(n^2 d)$ vs $O(n d^2)$ (Table 1).<br>
+# Still faster here on one CPU thread, at every $n$ we timed (backup).
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # The whole idea in one sentence: attention replaces recurrence. Careful with "every position to
@@ -294,7 +298,8 @@ lecture.sequential_steps(lengths=[8, 32, 128, 512], d=32)
 # On one CPU thread too, the backup's timing (n = 16 to 512, d = 256) has self-attention faster
 # at every n measured: the GRU's n small sequential steps each pay their overhead, while
 # attention's few large matrix products run efficiently even on one core, although past n = d
-# attention does more FLOPs (n^2 d against n d^2). Fewer sequential steps, not less work.
+# attention does more FLOPs (n^2 d against n d^2); below it, fewer. Fewer sequential steps, and
+# not necessarily less work.
 # Minutes: 3
 
 # %% [markdown] slideshow={"slide_type": "slide"}
@@ -465,7 +470,7 @@ lecture.causal_demo(mask)
 #
 # <img src="../pics/transformer_attention.png" width="79%">
 #
-# $Q$, $K$, $V$: learned projections; $QK^\top$ sets the weights, $V$ is what is mixed.
+# Self-attention: $Q = K = V = X$, mapped per head: keys match, values mix.
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # The soft dictionary lookup again, for all queries at once as one matrix product, with dot-
@@ -500,7 +505,7 @@ out, alpha = A.scaled_dot_product_attention(X, X, X)  # Q = K = V = X
 alpha.round(decimals=2)  # the table's weights; out is its last column
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# **Why $W^Q \neq W^K$:** with $Q = K$ no key as long as $x_t$ scores above its own, $|x_t|^2$.<br>
+# **Why $W^Q \neq W^K$:** with $Q = K$ the scores are symmetric, $q_t \cdot k_i = q_i \cdot k_t$.<br>
 # If $W^Q$ swaps the two features, $x_1$ asks like $x_2$: weights 0.20, 0.40, 0.40.
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
@@ -509,8 +514,8 @@ alpha.round(decimals=2)  # the table's weights; out is its last column
 # 0.60). Each token ends up a mix of the tokens like it; x_3, like both, mixes all three. The
 # library's function gives the same numbers (the cell). A trained layer only adds the three
 # projections W^Q, W^K, W^V in front. Why W^Q differs from W^K (the fragment): with Q = K, as
-# here, a token's score with itself is |x|^2, at least x . y for every y no longer than x, so
-# each token tends to attend to itself (x_3 puts 0.50 on itself).
+# here, the scores are symmetric (x_1 scores x_3 as x_3 scores x_1), so no relation can go one
+# way, and a token's score with itself, |x|^2, beats every key no longer than it.
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # With W^Q = [[0, 1], [1, 0]] and W^K = I, x_1's query is (0, 1): its scores are those of row x_2
@@ -552,7 +557,10 @@ assert torch.allclose(out, mha(x, x, x), atol=1e-6)  # = the library's
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # **One projection, cut into $h$:** $W^Q, W^K, W^V, W^O$ are $d_{model} \times d_{model}$
 # whatever $h$ is; head $i$ attends in its own $d_k = d_{model}/h$ columns: the parameters and
-# FLOPs of one wide head, with $h$ weight maps instead of one.
+# FLOPs of one wide head, with $h$ attention patterns instead of one.
+
+# %% [markdown] slideshow={"slide_type": "fragment"}
+# **Why several?** One head returns *one* average of the values; $h$ heads return $h$.
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # One projection per role, then the columns are cut into h groups: each head attends in its own
@@ -569,7 +577,7 @@ assert torch.allclose(out, mha(x, x, x), atol=1e-6)  # = the library's
 # Minutes: 2.5
 
 # %% [markdown] slideshow={"slide_type": "slide"}
-# ### German commands: infinitive last
+# ### German interface strings: infinitive last
 #
 # `transformer-en-de` on a test-split string: all 4 heads of the last layer's cross-attention
 # point "löschen" at "Clear" (0.85–1.00); shown, the clearest:
@@ -591,6 +599,8 @@ lecture.held_out_example(transformer_de, verb, layer=verb["layer"], head=verb["h
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Writing "löschen" it puts 1.00 on "Clear"; the other three heads put 0.98, 0.99 and 0.85 there.
 # Other heads and layers do other things: the DecodeStepper's attention menu shows each head.
+# Training holds "Clear filters" ("Filter aufheben", another verb), one word away: the near-twin
+# rule starts at 4 words.
 # Minutes: 2
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
@@ -644,8 +654,8 @@ widgets.PhraseGallery("transformer-en-fr", lecture.PREPARED_PHRASES)
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # The last is the honest failure: "Can support motions" gives "Peut supporttions de support", a
-# word it has barely seen, cut into pieces and glued back wrongly.
-# Minutes: 1.5
+# word it has barely seen, cut into pieces and glued back wrongly. Show one or two, then type.
+# Minutes: 1
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Your phrase, translated live
@@ -679,19 +689,24 @@ widgets.DecodeStepper("transformer-en-fr", text="Show previous version in browse
 # %% jupyter={"source_hidden": true}
 lecture.subword_table(attnlab.load("transformer-en-fr"))
 
+# %% [markdown] slideshow={"slide_type": "fragment"}
+# Rows chosen to show both effects. Over the 1,430 held-out French strings, beam 4 gets 16
+# exactly right that greedy gets wrong, and loses 7 that greedy gets right.
+
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Why not words: a word vocabulary cannot read a word the training split lacks (it becomes
 # <unk>); the pieces can. The cost shows when a rare word is cut up: greedy decoding writes
 # "moets" for "motions" and glues "Rapports disponibles" into "Rapporthisponibles"; beam search
 # (the 4 likeliest prefixes kept at each step, library: decode(model, text, beam=4)) recovers
-# both. The last row neither fixes: "Follow" with a capital is rare, read as F, ol, low, and
-# the output starts with a word that does not exist ("Divre").
+# both. Row 1 is wrong in both columns: "Nombre de participant" is a count (the reference:
+# "Numéro de participant"). The last row neither fixes: "Follow" with a capital is rare, read
+# as F, ol, low; the output holds two words that do not exist ("Divre", "moitions").
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
-# Over all 1,430 held-out French strings (results/language.json, beam_against_greedy), beam 4
-# gets 16 exactly right that greedy gets wrong and loses 7 that greedy got right: a small net
-# gain, at about twice the decoding time. The rows were chosen to show both effects; they are
-# not typical.
+# The fragment's counts are results/language.json's beam_against_greedy (142 strings both get
+# exactly right): a small net gain. Beam search keeps 4 hypotheses where greedy keeps one, so
+# each step costs more. The rows were chosen to show both effects; they are not typical, and
+# "Can create motions" is one word from the training string "Can create polls".
 # Minutes: 2
 
 # %% [markdown] slideshow={"slide_type": "slide"}
@@ -711,7 +726,7 @@ lecture.vaswani_table(language)
 # 23,000 interface-string pairs per language against WMT 2014's news), different test sets:
 # Vaswani et al. test on newstest2014 news sentences; we test on interface strings (at most 15
 # English words, cased, one reference), far shorter. A BLEU score means nothing outside its test
-# set. The compute is the point: minutes on a 2-core CPU against 12 hours (base) to 3.5 days
+# set. The compute is the point: minutes on one CPU thread against 12 hours (base) to 3.5 days
 # (big) on 8 GPUs. Read our rows against the baselines (copying the English; a word-by-word
 # dictionary learned from the training split) and across the two splits: on the held-out packages
 # every model loses 4.7 to 8.3 chrF.
@@ -735,7 +750,30 @@ lecture.vaswani_table(language)
 # (Rare words: the "PosUnk" rows of the paper's table use Luong, Sutskever, Le, Vinyals and
 # Zaremba, ACL 2015; see also Jean et al. 2015; ours, like the Transformer, write subword
 # pieces.)
-# Minutes: 1.5
+# Minutes: 1
+
+# %% [markdown] slideshow={"slide_type": "slide"}
+# ### Where this leads
+#
+# The blocks of this lecture, rearranged:
+#
+# * **Encoder only**: the unmasked self-attention stack, trained to fill in hidden words (BERT,
+#   [Devlin et al., NAACL 2019](https://arxiv.org/abs/1810.04805)).
+# * **Decoder only**: the masked self-attention stack alone, trained to write the next token
+#   (GPT, [Radford et al., 2018](https://cdn.openai.com/research-covers/language-unsupervised/language_understanding_paper.pdf)):
+#   the design of today's large language models.
+# * **The price of a long context**: $n^2$ scores per head and layer, and a decoder keeps every
+#   earlier step's $K$ and $V$ (a KV cache, as ours do): memory grows with $n$.
+# * **What stays**: $\mathrm{softmax}(QK^\top/\sqrt{d_k})\,V$ in every head, residuals and
+#   LayerNorm: what this lecture built.
+
+# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
+# The same blocks, rearranged: BERT keeps the encoder (every token sees every other), GPT keeps
+# the decoder without cross-attention (each token sees only the ones before it). The quadratic
+# cost is why long-context work changes attention itself (sparse or local patterns, as in the
+# restricted row of Table 1) or how it is computed. Our Transformers decode with a KV cache too:
+# each step appends its K and V and attends over all of them, so a step costs O(t), not O(t^2).
+# Minutes: 1
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## References
@@ -958,10 +996,10 @@ assert torch.allclose(out, lib_out) and torch.allclose(alpha, lib_alpha)
 #
 # * **Residual** $x + \dots$: each sub-layer adds a correction; the signal and the gradient
 #   have a straight path through the stack.
-# * **LayerNorm**: each token's vector rescaled to mean 0, variance 1 (then a learned scale):
-#   keeps the scale steady from layer to layer.
-# * **Feed-forward**: the same two-layer MLP ($d \to 4d \to d$) on every token on its own: the
-#   layer's per-token computation; attention only mixes tokens.
+# * **LayerNorm**: each token's vector rescaled to mean 0, variance 1, then a learned scale and
+#   shift: keeps the scale steady from layer to layer.
+# * **Feed-forward**: the same two-layer MLP ($d \to d_{ff} \to d$: $4d$ in the paper and the
+#   dates model, $2d$ in our translation models) on every token on its own; attention only mixes.
 
 # %% jupyter={"source_hidden": true}
 lecture.show_source(attnlab.models.transformer.EncoderLayer.forward)

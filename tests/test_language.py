@@ -2,6 +2,7 @@
 them), survive bad input, and beat the baselines on both test splits."""
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -481,3 +482,18 @@ def test_beam_against_greedy_counts_the_strings_each_alone_gets_right(models):
     assert res["both"] == sum(g and b for g, b in right)
     stored = load_results()["beam_against_greedy"]
     assert stored["strings"] == len(load_corpus("fr")["unseen"])
+
+
+def test_the_decks_beam_counts_are_the_measured_ones():
+    """The subword slide's fragment quotes results/language.json's beam against greedy."""
+    deck = (Path(__file__).resolve().parents[1] / "notebooks" / "07_attention.py").read_text()
+    said = re.search(r"Over the ([\d,]+) held-out French strings, beam (\d+) gets (\d+)\n?#? ?"
+                     r"exactly right that greedy gets wrong, and loses (\d+)", deck)  # fmt: skip
+    assert said, "the subword slide no longer quotes the beam counts"
+    measured = load_results()["beam_against_greedy"]
+    assert [int(g.replace(",", "")) for g in said.groups()] == [
+        measured["strings"],
+        measured["beam"],
+        measured["beam_only"],
+        measured["greedy_only"],
+    ]

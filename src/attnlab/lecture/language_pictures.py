@@ -101,7 +101,7 @@ def held_out_example(model, example: dict, what: str = "", layer: int | None = N
 
     def draw():
         fig, sizes, (ax,) = _sized_heatmaps(
-            x, y, max_height=480, title=title
+            x, y, max_height=430, title=title
         )  # a slide's line below
         heatmaps.still_heatmap(
             ax, alpha, x, y, title=title, xlabel="English (source i)", ylabel="output t",

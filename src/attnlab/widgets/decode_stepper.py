@@ -233,9 +233,12 @@ class DecodeStepper(ModelWidget):
         return a.mean(axis=0) if head == MEAN else a[head]
 
     def _title(self) -> str:
-        """The model, the head, and the text as the model read it (unknown words: <unk>)."""
+        """The model, the head, and the text as a word or character model read it (unknown words:
+        <unk>); a subword model reads what was typed, shown in the box above."""
         where = "" if self.head_box.layout.display == "none" else f", {self.head.label}"
         d = self.decoding
+        if d.level == "subword":  # it reads what was typed, shown in the box and on the axis
+            return short(f"{self.model_chooser.value}{where}", 64)
         read = " ".join(d.source_tokens[:-1]) if d.level == "word" else self.text.value
         return short(f"{self.model_chooser.value}{where} reads '{read}'", 64)
 

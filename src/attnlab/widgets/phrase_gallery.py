@@ -74,7 +74,8 @@ class PhraseGallery(BaseWidget):
         translation = self.model.tgt_vocab.join(d.output_tokens) if pieces else d.text
         title = f"{self.name}, last layer, mean of heads"
         T = len(output)
-        captions = [""] * (T - 1) + [short(f"'{text}' → '{translation}'", 80)]
+        # the phrase itself is in the menu and on the axis: the caption is what the model wrote
+        captions = [""] * (T - 1) + [short(f"→ '{translation}'", 80)]
         lines = [""] * (T - 1) + [short(seen_line, 90)]
         drawn = [alpha, source, output, title, captions, lines]
 
