@@ -308,7 +308,7 @@ lecture.sequential_steps(lengths=[8, 32, 128, 512], d=32)
 # Queries, keys and values all come from **the same sequence** $x_1, \dots, x_n$: each token's
 # new vector is a soft lookup over the tokens it may attend to.
 #
-# **It ignores order.** Shuffle the tokens and the outputs are shuffled the same way:
+# **Unmasked, it ignores order.** Shuffle the tokens and the outputs are shuffled the same way:
 
 # %%
 mha = A.MultiHeadAttention(d_model=8, num_heads=2)
@@ -351,7 +351,7 @@ lecture.positional_encoding_picture(n=40, d=64, at=10)
 # the offset k: PE_pos . PE_{pos+k} = sum_i cos(k w_i). It does not simply fall off with
 # distance: it falls overall with ripples (local peaks near offsets 6, 12, 18 and 25, the
 # largest at 6), so it tells near from far only roughly. PE_{pos+k} is a rotation of PE_pos in each (sin, cos)
-# pair, so relative offsets are easy to learn.
+# pair, which is why Vaswani et al. hypothesised that relative offsets would be easy to learn.
 # Minutes: 2
 
 # %% [markdown] slideshow={"slide_type": "slide"}
@@ -470,7 +470,7 @@ lecture.causal_demo(mask)
 #
 # <img src="../pics/transformer_attention.png" width="79%">
 #
-# Self-attention: $Q = K = V = X$, mapped per head: keys match, values mix.
+# Self-attention: $Q$, $K$, $V$ are all $X$, projected per head: keys match, values mix.
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # The soft dictionary lookup again, for all queries at once as one matrix product, with dot-
@@ -505,7 +505,7 @@ out, alpha = A.scaled_dot_product_attention(X, X, X)  # Q = K = V = X
 alpha.round(decimals=2)  # the table's weights; out is its last column
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# **Why $W^Q \neq W^K$:** with $Q = K$ the scores are symmetric, $q_t \cdot k_i = q_i \cdot k_t$.<br>
+# **Why $W^Q \neq W^K$:** with $Q = K$ the scores (not the weights) are symmetric, $q_t \cdot k_i = q_i \cdot k_t$.<br>
 # If $W^Q$ swaps the two features, $x_1$ asks like $x_2$: weights 0.20, 0.40, 0.40.
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
@@ -515,7 +515,8 @@ alpha.round(decimals=2)  # the table's weights; out is its last column
 # library's function gives the same numbers (the cell). A trained layer only adds the three
 # projections W^Q, W^K, W^V in front. Why W^Q differs from W^K (the fragment): with Q = K, as
 # here, the scores are symmetric (x_1 scores x_3 as x_3 scores x_1), so no relation can go one
-# way, and a token's score with itself, |x|^2, beats every key no longer than it.
+# way, and a token's score with itself, |x|^2, at least ties every key no longer than it (x_1
+# scores x_3 as high as itself: 0.40 and 0.40).
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # With W^Q = [[0, 1], [1, 0]] and W^K = I, x_1's query is (0, 1): its scores are those of row x_2
@@ -560,7 +561,7 @@ assert torch.allclose(out, mha(x, x, x), atol=1e-6)  # = the library's
 # FLOPs of one wide head, with $h$ attention patterns instead of one.
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# **Why several?** One head returns *one* average of the values; $h$ heads return $h$.
+# **Why several?** One head weighs the values *one* way per query; $h$ heads weigh them $h$ ways.
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # One projection per role, then the columns are cut into h groups: each head attends in its own
@@ -606,7 +607,7 @@ lecture.held_out_example(transformer_de, verb, layer=verb["layer"], head=verb["h
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Attention is not always an explanation
 #
-# Hide one source piece at a time (as `<unk>`): how far does the output piece's probability
+# Hide one source piece at a time (as `<unk>`, never read in training): how far does the output piece's probability
 # drop? Beside it, $\alpha$ (`rnnsearch-en-fr`), at their worst disagreement. Over the test
 # split the two pick the same source piece at 34% of the steps (by chance: 13.5%):
 
@@ -638,26 +639,6 @@ lecture.alpha_and_occlusion(occlusion["example"], occlusion["agreement"], occlus
 # Minutes: 3
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# ### Prepared phrases, held out
-
-# %% jupyter={"source_hidden": true}
-widgets.PhraseGallery("transformer-en-fr", lecture.PREPARED_PHRASES)
-
-# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
-# Five strings of the two held-out packages (Trac, OpenSlides), none in the training split nor
-# one word from a string there, each translated once (the picture is stored: the list works in
-# the exported page too). The first, "Show previous version in browser", comes out as the
-# reference word for word, "Afficher la version précédente dans le navigateur", the rows crossing
-# where "previous version" becomes "version précédente". The 3-word ones have one-word neighbours
-# in training (such as "Delete selected documents"): the line under the picture says "under 4
-# words" because near-twins are only counted from 4 words.
-
-# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
-# The last is the honest failure: "Can support motions" gives "Peut supporttions de support", a
-# word it has barely seen, cut into pieces and glued back wrongly. Show one or two, then type.
-# Minutes: 1
-
-# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Your phrase, translated live
 
 # %% jupyter={"source_hidden": true}
@@ -665,7 +646,7 @@ widgets.DecodeStepper("transformer-en-fr", text="Show previous version in browse
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # It opens on a held-out phrase, with the mean of the last layer's heads (if typing fails, go
-# back to the prepared phrases of the slide before). Ask the room
+# to the backup's prepared phrases). Ask the room
 # for a phrase from the menus they see every day; the line beside the output says whether the
 # phrase (or, from 4 words on, one a word away from it) was in training: "Close all tabs" and
 # "Restart kernel" were, so they show memory, not generalisation. Nothing is unknown to it: a
@@ -675,15 +656,15 @@ widgets.DecodeStepper("transformer-en-fr", text="Show previous version in browse
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # The model chooser has the EN->DE Transformer (weaker: it loses to a word-by-word dictionary on
 # chrF; "Show hidden files" gives "Verste Dateien anzeigen", "Show Hidden Files" the right
-# "Versteckte Dateien anzeigen", and "Cancel" gives "Verbrechen", crime) and the EN->FR
-# RNNSearch.
-# Minutes: 1.5
+# "Versteckte Dateien anzeigen"; "Cancel", a training string, gives "Verbrechen", crime: seen
+# is no guarantee) and the EN->FR RNNSearch. Plan five minutes with the room's phrases.
+# Minutes: 2.5
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Subwords: why no word is unknown, and where they hurt
 #
 # The models read and write **subword pieces** (BPE, Sennrich et al. 2016): a frequent word is
-# one piece, a rare one several, a byte the last resort, so nothing is `<unk>`. **Greedy**
+# one piece, a rare one several, a byte the last resort (SentencePiece), so nothing is `<unk>`. **Greedy**
 # decoding takes the likeliest piece at each step; **beam search** keeps the 4 likeliest prefixes.
 
 # %% jupyter={"source_hidden": true}
@@ -764,8 +745,8 @@ lecture.vaswani_table(language)
 #   the design of today's large language models.
 # * **The price of a long context**: $n^2$ scores per head and layer, and a decoder keeps every
 #   earlier step's $K$ and $V$ (a KV cache, as ours do): memory grows with $n$.
-# * **What stays**: $\mathrm{softmax}(QK^\top/\sqrt{d_k})\,V$ in every head, residuals and
-#   LayerNorm: what this lecture built.
+# * **What stays**: $\mathrm{softmax}(QK^\top/\sqrt{d_k})\,V$ in every head and the residuals; norms
+#   and positions vary (LLaMA: RMSNorm, rotary positions; [Touvron et al., 2023](https://arxiv.org/abs/2302.13971)).
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # The same blocks, rearranged: BERT keeps the encoder (every token sees every other), GPT keeps
@@ -824,13 +805,32 @@ lecture.vaswani_table(language)
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Backup slides
 #
-# Kept for questions: four scores trained, one head against four, the heads per word, the
+# Kept for questions: prepared phrases, four scores trained, one head against four, the heads per word, the
 # library's code, the equations checked by hand, how the heads split the
 # work, your own score in a trained model, where the alignment breaks, training live, forward
 # times, path lengths explored, $Q$/$K$/$V$ of the trained model, Table 2 and rare words.
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Not part of the 90 minutes: open one of these when a question asks for it.
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### Backup: Prepared phrases, held out
+
+# %% jupyter={"source_hidden": true}
+widgets.PhraseGallery("transformer-en-fr", lecture.PREPARED_PHRASES)
+
+# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
+# Five strings of the two held-out packages (Trac, OpenSlides), none in the training split nor
+# one word from a string there, each translated once (the picture is stored: the list works in
+# the exported page too). The first, "Show previous version in browser", comes out as the
+# reference word for word, "Afficher la version précédente dans le navigateur", the rows crossing
+# where "previous version" becomes "version précédente". The 3-word ones have one-word neighbours
+# in training (such as "Delete selected documents"): the line under the picture says "under 4
+# words" because near-twins are only counted from 4 words.
+
+# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
+# The last is the honest failure: "Can support motions" gives "Peut supporttions de support", a
+# word it has barely seen, cut into pieces and glued back wrongly.
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Backup: Four scores, one attention

@@ -161,7 +161,7 @@ class ScaledDotExplorer(BaseWidget):
         self.mask_toggle = widgets.ToggleButtons(
             options=[NO_MASK, CAUSAL], value=NO_MASK, style={"button_width": "170px"}
         )
-        self.preset = widgets.Button(description="the slide's point: d_k = 512, unscaled",
+        self.preset = widgets.Button(description="preset: d_k = 512, unscaled",
                                      layout={"width": "400px"})  # fmt: skip
         self.text = widgets.Text(value="3 May 1979", description="date", continuous_update=False)
         self.head = widgets.Dropdown(options=[("layer 1, head 1", (0, 0))], description="head")
