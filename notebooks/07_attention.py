@@ -600,8 +600,8 @@ lecture.held_out_example(transformer_de, verb, layer=verb["layer"], head=verb["h
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Writing "löschen" it puts 1.00 on "Clear"; the other three heads put 0.98, 0.99 and 0.85 there.
 # Other heads and layers do other things: the DecodeStepper's attention menu shows each head.
-# Training holds "Clear filters" ("Filter aufheben", another verb), one word away: the near-twin
-# rule starts at 4 words.
+# Training holds "Clear filters" ("Filter aufheben", another verb), one word away: the split's
+# near-twin rule starts at 4 words (the widgets' seen line checks shorter phrases too).
 # Minutes: 2
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
@@ -648,7 +648,7 @@ widgets.DecodeStepper("transformer-en-fr", text="Show previous version in browse
 # It opens on a held-out phrase, with the mean of the last layer's heads (if typing fails, go
 # to the backup's prepared phrases). Ask the room
 # for a phrase from the menus they see every day; the line beside the output says whether the
-# phrase (or, from 4 words on, one a word away from it) was in training: "Close all tabs" and
+# phrase (or one a word away from it, named) was in training: "Close all tabs" and
 # "Restart kernel" were, so they show memory, not generalisation. Nothing is unknown to it: a
 # rare word is written in pieces. Warn the room first: it learned interface strings, not
 # sentences ("I would like a cup of coffee" comes out as nonsense), and it reads case as written.
@@ -824,9 +824,9 @@ widgets.PhraseGallery("transformer-en-fr", lecture.PREPARED_PHRASES)
 # one word from a string there, each translated once (the picture is stored: the list works in
 # the exported page too). The first, "Show previous version in browser", comes out as the
 # reference word for word, "Afficher la version précédente dans le navigateur", the rows crossing
-# where "previous version" becomes "version précédente". The 3-word ones have one-word neighbours
-# in training (such as "Delete selected documents"): the line under the picture says "under 4
-# words" because near-twins are only counted from 4 words.
+# where "previous version" becomes "version précédente"; "Show internal items" swaps the same
+# way ("éléments internes"). Each was checked for a training string one word away (for the 3-word
+# ones too): none has one.
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # The last is the honest failure: "Can support motions" gives "Peut supporttions de support", a

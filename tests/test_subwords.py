@@ -6,7 +6,7 @@ import pytest
 
 from attnlab.text import subwords, twins
 from attnlab.text.subwords import per_word, readable, train_subwords, word_spans
-from attnlab.text.twins import TwinIndex, groups, normalised, within_one_edit
+from attnlab.text.twins import TwinIndex, groups, normalised, one_token_edit, within_one_edit
 from attnlab.text.vocab import UNK, Vocab
 
 TEXTS = [
@@ -128,6 +128,23 @@ def test_the_index_says_seen_near_twin_or_new():
     assert index.find("close all tabs.") == ("seen", "Close all tabs")
     assert index.find("Unable to delete that file") == ("near-twin", "Unable to delete the file")
     assert index.find("Unable to rename that file") is None
+
+
+def test_one_token_edit_holds_for_short_strings_too():
+    assert one_token_edit(normalised("Save file"), normalised("Save"))  # not a near-twin
+    assert not within_one_edit(normalised("Save file"), normalised("Save"))
+    assert one_token_edit(normalised("Save file"), normalised("Open file"))
+    assert not one_token_edit(normalised("Save file"), normalised("Open folder"))
+    assert not one_token_edit(normalised("Save"), normalised("Save this file"))
+
+
+def test_the_index_finds_a_short_strings_neighbour():
+    index = TwinIndex(["Delete this file", "Close all tabs", "Show all"])
+    assert index.find("Delete this folder") is None  # under the near-twin rule's 4 words
+    assert index.neighbour("Delete this folder") == "Delete this file"
+    assert index.neighbour("close all") == "Close all tabs"  # one word fewer
+    assert index.neighbour("Show all now") == "Show all"  # one word more
+    assert index.neighbour("Rename this folder") is None  # two words away
 
 
 @pytest.mark.parametrize("module", [subwords, twins])

@@ -26,8 +26,8 @@ __all__ = [
 #: the model has barely seen ("motions": "Peut supporttions de support").
 PREPARED_PHRASES = [
     ("Show previous version in browser", "held out"),
-    ("Delete selected participants", "held out"),
-    ("No revisions found", "held out"),
+    ("Show internal items", "held out"),
+    ("Hide this warning", "held out"),
     ("View the ticket description", "held out"),
     ("Can support motions", "held out: an honest failure"),
 ]

@@ -3,7 +3,8 @@ r"""Seen in training: was a typed English string in the training split, or a nea
 A model that writes a good translation of a string it was trained on shows memory, not
 generalisation.  The widgets say which it is (:func:`verdict`): "seen" (the string, after
 normalisation, is in the training split), "near-twin" (one token edit from a training
-string, :mod:`attnlab.text.twins`), or "new".
+string, :mod:`attnlab.text.twins`; for a string shorter than the split's near-twin rule, one
+token from a training string all the same: "Close all" and "Close all tabs"), or "new".
 
 The training split's English strings ship with the package, one per line, in
 ``results/seen-<lang>.txt.gz`` (:func:`seen_path`): the widgets need neither the catalogs nor
@@ -123,8 +124,13 @@ def verdict(index: TwinIndex | SeenUnavailable, text: str) -> Seen:
     if isinstance(index, SeenUnavailable):
         return Seen("unavailable", None, f"Seen in training: unavailable ({index})")
     found = index.find(text)
-    if found is None and len(normalised(text)) < MIN_TOKENS:  # no near-twins below 4 tokens
-        return Seen("new", None, f"New: not in the training split (under {MIN_TOKENS} words)")
+    n = len(normalised(text))
+    if found is None and n < MIN_TOKENS:  # the split's rule stops here; the room's phrases not
+        near = index.neighbour(text)
+        found = None if near is None else ("near-twin", near)
+        if found is None and n < MIN_TOKENS - 1:  # one-token neighbours found only in part
+            short = f"under {MIN_TOKENS - 1} words, its neighbours not all checked"
+            return Seen("new", None, f"New: not in the training split ({short})")
     if found is None:
         return Seen("new", None, "New: not in the training split, nor one word from a string in it")
     kind, string = found

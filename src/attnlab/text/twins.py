@@ -26,7 +26,15 @@ import numpy as np
 
 from attnlab.text.vocab import tokenize
 
-__all__ = ["MIN_TOKENS", "TwinIndex", "deletion_keys", "groups", "normalised", "within_one_edit"]
+__all__ = [
+    "MIN_TOKENS",
+    "TwinIndex",
+    "deletion_keys",
+    "groups",
+    "normalised",
+    "one_token_edit",
+    "within_one_edit",
+]
 
 MIN_TOKENS = 4  # the longer of two near-twins has at least this many tokens
 
@@ -51,9 +59,16 @@ def deletion_keys(tokens: Sequence[str]) -> set[tuple[str, ...]]:
 def within_one_edit(a: Sequence[str], b: Sequence[str]) -> bool:
     """True when token lists ``a`` and ``b`` are near-twins (module doc)."""
     a, b = tuple(a), tuple(b)
+    return a == b or (max(len(a), len(b)) >= MIN_TOKENS and one_token_edit(a, b))
+
+
+def one_token_edit(a: Sequence[str], b: Sequence[str]) -> bool:
+    """True when token lists ``a`` and ``b`` differ by at most one token substituted, inserted
+    or deleted, whatever their length ("Close all" and "Close all tabs")."""
+    a, b = tuple(a), tuple(b)
     if a == b:
         return True
-    if max(len(a), len(b)) < MIN_TOKENS or abs(len(a) - len(b)) > 1:
+    if abs(len(a) - len(b)) > 1:
         return False
     if len(a) == len(b):
         return sum(x != y for x, y in zip(a, b, strict=True)) == 1
@@ -141,3 +156,19 @@ class TwinIndex:
             if within_one_edit(tokens, normalised(self.strings[i]))
         )
         return ("near-twin", self.strings[near[0]]) if near else None
+
+    def neighbour(self, text: str) -> str | None:
+        """The first string one token edit from ``text`` (:func:`one_token_edit`), for texts
+        shorter than the near-twin rule's :data:`MIN_TOKENS`; None if there is none.
+
+        Complete from ``MIN_TOKENS - 1`` tokens on (every string's one-token deletions are
+        filed from there); below that only a string with one token more is found.
+        """
+        tokens = normalised(text)
+        near = sorted(
+            i
+            for key in deletion_keys(tokens)
+            for i in set(self._lookup(self._keys, self._owners, key).tolist())
+            if one_token_edit(tokens, normalised(self.strings[i]))
+        )
+        return self.strings[near[0]] if near else None
