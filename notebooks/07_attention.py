@@ -196,6 +196,9 @@ print(f"alpha = {a}: soft {soft.item():.1f}, hard {hard.item():.0f}")
 # %% jupyter={"source_hidden": true}
 widgets.DecodeStepper()  # the shipped rnnsearch-dates; more models in the model chooser
 
+# %% [markdown] slideshow={"slide_type": "fragment"}
+# $\alpha$ weighs bi-GRU states: at step 1, $h_8$ (the "9") has already read the "1".
+
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Row t of the heatmap is alpha_{t,1..n}: the weights the decoder gives the source characters
 # while writing output character t. At step 1 on "3 May 1979", y_1 = '1' attends to the '9' after
@@ -391,6 +394,9 @@ lecture.positional_encoding_picture(n=40, d=64, at=10)
 # ### The Transformer at a glance (as we use it: pre-LN)
 #
 # <img src="../pics/transformer_overview.png" width="100%">
+
+# %% [markdown] slideshow={"slide_type": "fragment"}
+# Attention mixes the tokens; the feed-forward MLP ($d \to d_{ff} \to d$) works on each alone.
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Three attentions: self-attention in the encoder, masked self-attention in the decoder (each

@@ -149,13 +149,8 @@ class TwinIndex:
         for i in sorted(self._lookup(self._exact_keys, self._exact_owners, tokens).tolist()):
             if normalised(self.strings[i]) == tokens:
                 return "seen", self.strings[i]
-        near = sorted(
-            i
-            for key in deletion_keys(tokens)
-            for i in set(self._lookup(self._keys, self._owners, key).tolist())
-            if within_one_edit(tokens, normalised(self.strings[i]))
-        )
-        return ("near-twin", self.strings[near[0]]) if near else None
+        near = self._first(tokens, within_one_edit)
+        return None if near is None else ("near-twin", near)
 
     def neighbour(self, text: str) -> str | None:
         """The first string one token edit from ``text`` (:func:`one_token_edit`), for texts
@@ -164,11 +159,15 @@ class TwinIndex:
         Complete from ``MIN_TOKENS - 1`` tokens on (every string's one-token deletions are
         filed from there); below that only a string with one token more is found.
         """
-        tokens = normalised(text)
+        return self._first(normalised(text), one_token_edit)
+
+    def _first(self, tokens: tuple[str, ...], close) -> str | None:
+        """The first string (in the index's order) filed under one of ``tokens``' deletion keys
+        for which ``close(tokens, its tokens)`` holds."""
         near = sorted(
             i
             for key in deletion_keys(tokens)
             for i in set(self._lookup(self._keys, self._owners, key).tolist())
-            if one_token_edit(tokens, normalised(self.strings[i]))
+            if close(tokens, normalised(self.strings[i]))
         )
         return self.strings[near[0]] if near else None
