@@ -444,7 +444,7 @@ def test_held_out_example_decodes_the_stored_test_string_again(language):
     assert split_of(example["source"]) == "test"  # held out: never in training
     assert picture.data["output"] == model.translate(example["source"])
     title = picture.fig.axes[0].get_title()
-    assert title.startswith("held out") and ("= reference" in title) == picture.data["right"]
+    assert title.startswith("test split") and ("= reference" in title) == picture.data["right"]
     np.testing.assert_allclose(picture.data["alpha"].sum(-1), 1.0, atol=1e-4)
     assert _smallest_px(picture) >= typography.MIN_TEXT_PX
 
@@ -455,7 +455,7 @@ def test_held_out_example_can_show_one_head(language):
     picture = lecture.held_out_example(model, verb, "x: ", verb["layer"], verb["head"])
     expected = decode(model, verb["source"]).alpha[verb["layer"], verb["head"]]
     np.testing.assert_allclose(picture.data["alpha"], expected)
-    assert picture.fig.axes[0].get_title().startswith("x: held out")
+    assert picture.fig.axes[0].get_title().startswith("x: test split")
 
 
 def test_language_table_shows_both_test_splits_and_no_score_of_vaswanis(language):

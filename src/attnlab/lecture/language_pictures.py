@@ -86,7 +86,8 @@ def held_out_example(model, example: dict, what: str = "", layer: int | None = N
     """A stored test-split example (:mod:`attnlab.experiments.language`), decoded live again.
 
     The picture is ``model``'s alpha on the example's English (the cross-attention of
-    ``layer``, mean over the heads or ``head``); its title says it is held out and whether the
+    ``layer``, mean over the heads or ``head``); its title names the test split (the held-out
+    packages are another split) and whether the
     live output equals the reference, word for word (``what`` goes in front).
     """
     result = decode(model, example["source"])
@@ -94,7 +95,7 @@ def held_out_example(model, example: dict, what: str = "", layer: int | None = N
     if head is not None and not what:
         shown = range(result.alpha.shape[0])[-1 if layer is None else layer]  # 0-based
         what = f"layer {shown + 1}, head {head + 1}: "
-    title = f"{what}held out, output {'= reference' if right else '≠ reference'}"
+    title = f"{what}test split, output {'= reference' if right else '≠ reference'}"
     alpha = result.alpha[-1 if layer is None else layer]  # (h, T, n)
     alpha = alpha.mean(axis=0) if head is None else alpha[head]  # (T, n)
     x, y = result.source_tokens, result.output_tokens
