@@ -87,8 +87,8 @@ def held_out_example(model, example: dict, what: str = "", layer: int | None = N
 
     The picture is ``model``'s alpha on the example's English (the cross-attention of
     ``layer``, mean over the heads or ``head``); its title names the test split (the held-out
-    packages are another split) and whether the
-    live output equals the reference, word for word (``what`` goes in front).
+    packages are another split) and says whether the live output equals the reference, word
+    for word (``what`` goes in front).
     """
     result = decode(model, example["source"])
     right = tokenize(result.text) == tokenize(example["reference"])
@@ -101,9 +101,8 @@ def held_out_example(model, example: dict, what: str = "", layer: int | None = N
     x, y = result.source_tokens, result.output_tokens
 
     def draw():
-        fig, sizes, (ax,) = _sized_heatmaps(
-            x, y, max_height=430, title=title
-        )  # a slide's line below
+        # at most 430 px high: the slide keeps a line of text below it
+        fig, sizes, (ax,) = _sized_heatmaps(x, y, max_height=430, title=title)
         heatmaps.still_heatmap(
             ax, alpha, x, y, title=title, xlabel="English (source i)", ylabel="output t",
             sizes=sizes,

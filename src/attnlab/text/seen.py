@@ -125,7 +125,8 @@ def verdict(index: TwinIndex | SeenUnavailable, text: str) -> Seen:
         return Seen("unavailable", None, f"Seen in training: unavailable ({index})")
     found = index.find(text)
     n = len(normalised(text))
-    if found is None and n < MIN_TOKENS:  # the split's rule stops here; the room's phrases not
+    # the split's near-twin rule starts at MIN_TOKENS; a typed phrase is checked below it too
+    if found is None and n < MIN_TOKENS:
         near = index.neighbour(text)
         found = None if near is None else ("near-twin", near)
         if found is None and n < MIN_TOKENS - 1:  # one-token neighbours found only in part
