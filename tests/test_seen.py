@@ -95,11 +95,12 @@ def test_the_verdict_seen_near_twin_or_new():
 
 def test_a_short_string_one_word_from_a_training_string_is_a_near_twin():
     index = TwinIndex(["Delete this file", "Export as JSON", "Show all"])
-    for text, string in [
+    neighbours = [
         ("Delete this folder", "Delete this file"),  # substituted
         ("Export as", "Export as JSON"),  # one word fewer
-        ("Show all now", "Show all"),
-    ]:  # one word more
+        ("Show all now", "Show all"),  # one word more
+    ]
+    for text, string in neighbours:
         said = seen.verdict(index, text)
         assert (said.kind, said.string) == ("near-twin", string), text
     said = seen.verdict(index, "Delete that folder")  # two words away: new, and said so
