@@ -37,6 +37,7 @@ DECK_PICTURES = {
     "transformer_overview.png",
     "transformer_attention.png",
     "transformer_results.png",
+    "language_scores.png",
 }
 
 
@@ -189,6 +190,48 @@ def test_shown_widths_are_the_decks():
         n: (w, figures.SHOWN_WIDTH[n]) for n, w in shown.items() if w < figures.SHOWN_WIDTH[n]
     }
     assert not narrower, f"shown narrower than figures.SHOWN_WIDTH (deck %, needed %): {narrower}"
+
+
+# ------------------------------------------------------------------- real-language scores
+def test_scores_chart_draws_each_stored_chrf_with_its_interval():
+    """One bar per system and test split, as tall as the stored chrF, its 95% interval and
+    its score above it; the dashed line at the dictionary's held-out score; the panels'
+    titles give the stored training minutes."""
+    from attnlab.pictures.figures import scores
+
+    results = load_results()
+    with figures.drawing_style():
+        fig = figures.language_scores(results)
+    axes = [ax for ax in fig.axes if ax.patches]
+    assert len(axes) == len(scores.PANELS)
+    for ax, (pair, (_, systems)) in zip(axes, scores.PANELS.items(), strict=True):
+        evaluated = results["evaluation"][pair]
+        expected = [
+            evaluated[split]["systems"][system]["bootstrap"]["chrf"]
+            for split in scores.SPLITS
+            for system in [*systems, "dictionary"]
+        ]
+        bars = [p for p in ax.patches if p.get_height() > 0]
+        assert [round(b.get_height(), 2) for b in bars] == [e["score"] for e in expected]
+        written = [t.get_text() for t in ax.texts]
+        assert written == [f"{e['score']:.1f}" for e in expected]
+        whiskers = sorted(
+            round((seg[1][1] - seg[0][1]) / 2, 2)
+            for coll in ax.collections
+            for seg in coll.get_segments()
+        )
+        assert whiskers == sorted(e["ci"] for e in expected)
+        dashed = [line for line in ax.get_lines() if line.get_linestyle() == "--"]
+        assert [line.get_ydata()[0] for line in dashed] == [
+            evaluated["unseen"]["systems"]["dictionary"]["chrf"]
+        ]
+        minutes = [results["scores"]["models"][s]["train_seconds"] / 60 for s in systems]
+        assert f"{max(minutes):.1f} min" in ax.get_title()
+
+
+def test_scores_chart_without_results_says_so_in_one_line():
+    with pytest.raises(figures.FigureUnavailable, match="no stored real-language results"):
+        figures.language_scores({"evaluation": {}})
 
 
 # ------------------------------------------------------------------- length experiment

@@ -12,7 +12,9 @@ so nothing is left open), one module per figure of the papers or family of diagr
 * :mod:`~attnlab.pictures.figures.transformer`: ``transformer_overview`` (encoder and
   decoder) and ``transformer_attention`` (scaled dot-product and multi-head attention);
 * :mod:`~attnlab.pictures.figures.table2`: ``transformer_results``, Table 2 of Vaswani et
-  al. (2017).
+  al. (2017);
+* :mod:`~attnlab.pictures.figures.scores`: ``language_scores``, our real-language chrF on
+  both test splits beside the dictionary (needs the stored results).
 
 Output is deterministic: fixed size and dpi, matplotlib's default style, and no
 timestamp or software version in the PNG, so regenerating ``pics/`` changes no byte.
@@ -29,6 +31,7 @@ import matplotlib as mpl
 from matplotlib.figure import Figure
 
 from attnlab.pictures.figures.length_experiment import FigureUnavailable, seq2seq_attention_length
+from attnlab.pictures.figures.scores import language_scores
 from attnlab.pictures.figures.seq2seq import seq2seq_attention, seq2seq_lite
 from attnlab.pictures.figures.shown import CONTENT_WIDTH_PX, SHOWN_WIDTH, shown_width_px
 from attnlab.pictures.figures.table2 import transformer_results
@@ -51,6 +54,7 @@ __all__ = [
     "transformer_overview",
     "transformer_attention",
     "transformer_results",
+    "language_scores",
     "save",
     "write_all",
 ]
@@ -66,6 +70,7 @@ FIGURES: dict[str, Callable[[], Figure]] = {
     "transformer_overview": transformer_overview,
     "transformer_attention": transformer_attention,
     "transformer_results": transformer_results,
+    "language_scores": language_scores,
 }
 """Every picture of ``pics/``: file name (without ``.png``) -> the function drawing it."""
 

@@ -16,6 +16,7 @@ SHOWN_WIDTH: dict[str, int] = {
     "transformer_overview": 100,
     "transformer_attention": 79,
     "transformer_results": 85,
+    "language_scores": 90,
 }
 
 
