@@ -89,7 +89,7 @@ def attention_by_length(directory: Path | str | None = None) -> dict:
 
 def scores(evaluated: dict, directory: Path | str | None = None) -> dict:
     """In-domain test BLEU/chrF of every model and both baselines, per language, with the
-    signatures and what each model's card says of its training."""
+    signatures and what each model's card says of its training (seconds, steps, threads)."""
     out: dict = {"signatures": signatures(), "baselines": {}, "models": {}}
     for lang in LANGS:
         systems = evaluated[f"en-{lang}"]["test"]["systems"]
@@ -99,7 +99,7 @@ def scores(evaluated: dict, directory: Path | str | None = None) -> dict:
         s = _short(evaluated[f"en-{lang}"]["test"]["systems"][name])
         s.update(train_seconds=card["train_seconds"], train_cpu_seconds=card["train_cpu_seconds"])
         s.update(steps=card["steps"], pair=f"en-{lang}", exact_match=card["heldout_accuracy"])
-        s.update(parameters=card["parameters"], kind=card["kind"])
+        s.update(parameters=card["parameters"], kind=card["kind"], threads=card["train"]["threads"])
         out["models"][name] = s
     return out
 

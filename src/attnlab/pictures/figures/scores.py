@@ -13,7 +13,6 @@ from attnlab.pictures.canvas import shown_figure
 from attnlab.pictures.figures.length_experiment import FigureUnavailable
 from attnlab.pictures.figures.shown import shown_width_px
 from attnlab.pictures.plots import HALL_TYPE, KIND_COLOURS
-from attnlab.training.checkpoints import load_card
 
 __all__ = ["PANELS", "SPLITS", "SYSTEM_NAMES", "language_scores"]
 
@@ -46,10 +45,10 @@ def _short(system: str) -> str:
 
 def _training(models: dict, systems: list[str], threads: bool) -> str:
     """ "6.5–9.4 min" (one model: "9.9 min"), from the stored training times; with
-    ``threads``, " on one CPU thread" when every card says one thread."""
+    ``threads``, " on one CPU thread" when every model was trained on one."""
     minutes = sorted(models[s]["train_seconds"] / 60 for s in systems)
     span = f"{minutes[0]:.1f}" if len(minutes) == 1 else f"{minutes[0]:.1f}–{minutes[-1]:.1f}"
-    one = {load_card(s)["train"]["threads"] for s in systems} == {1}
+    one = {models[s]["threads"] for s in systems} == {1}
     return f"{span} min" + (" on one CPU thread" if threads and one else "")
 
 
