@@ -213,7 +213,7 @@ widgets.DecodeStepper()  # the shipped rnnsearch-dates; more models in the model
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Real language: Bahdanau's Fig. 3, ours
 #
-# `rnnsearch-en-fr` on a **test-split** string: neither it nor any string one word away is in training:
+# `rnnsearch-en-fr` on a **test-split** string, no training string within one word of it:
 
 # %% jupyter={"source_hidden": true}
 language = load_results()  # measured once over the test split, with the models below
