@@ -31,23 +31,24 @@
 #
 # ### Lecture 7: letting a network look back at what it read
 #
-# <small>Every picture in this deck is drawn by our code; every model was trained by our own
-# scripts on a CPU, each recipe set to one thread: the date models in 10 s to 2 minutes, the
-# digit-reversal ones in 1 to 19 minutes, the translation ones in at most 10 minutes each
-# (the times are on the cards). Every cell can be edited and run during the talk.</small>
+# <small>Every picture in this deck is drawn by our code and every model was trained by us on a
+# CPU; every cell can be edited and run during the talk.</small>
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # **By the end of this lecture you can**
 # * explain what *attention* is and why neural networks need it,
 # * use attention inside an RNN sequence-to-sequence model (Bahdanau et al.),
-# * build a sequence-to-sequence model from attention alone, with no RNN (the Transformer).
+# * take apart a sequence-to-sequence model built from attention alone, with no RNN (the
+#   Transformer), and write its parts yourself (the exercises).
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Welcome. Three goals on the slide; the whole lecture is a story of one idea: instead of
 # squeezing the input into one vector, let the decoder *look back* at every input position and
 # decide where to look. Everything shown is live: press Shift+Enter on any code cell. The code
 # cells beside the equations show the library's own source: what you see is what runs. (If
-# asked: every training recipe sets one torch thread; each card records it, train.threads.)
+# asked: every training recipe sets one torch thread; each card records it, train.threads. The
+# date models trained in 10 s to 2 minutes, the digit-reversal ones in 1 to 19 minutes, the
+# translation ones in at most 10 minutes each: the times are on the cards.)
 # Minutes: 1
 
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"}
@@ -226,7 +227,8 @@ lecture.held_out_example(rnnsearch_fr, language["word_order"])
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Our RNNSearch, trained on interface strings of 60 open-source packages. Read it like
 # Bahdanau's Fig. 3: each row is one French output piece, its weights over the
-# English pieces ("##" marks a piece that continues a word). The output is the reference, word
+# English pieces ("##" marks a piece that continues a word, as WordPiece writes it; SentencePiece
+# itself marks word starts with ▁). The output is the reference, word
 # for word. The swap: "available images" -> "images disponibles": writing "images" the model
 # looks at "images"; writing "disponibles" it moves back left, about half to "available", so
 # the two rows' peaks swap order. It is a soft crossing, not a clean one.
@@ -333,8 +335,9 @@ xs, xp = x + pe, x[perm] + pe  # in order; shuffled, same positions
 torch.allclose(mha(xp, xp, xp), mha(xs, xs, xs)[perm], atol=1e-6)
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
-# Every score is q_t . k_i, and nothing in it says where t and i sit: "1979 May 3" and
-# "3 May 1979" would look the same to the model (permutation-equivariant). Adding a position
+# Every score is q_t . k_i, and nothing in it says where t and i sit: shuffle the input and the
+# outputs are shuffled the same way (permutation-equivariant), so a decoder attending over them
+# could not tell "1979 May 3" from "3 May 1979". Adding a position
 # vector to each token breaks the symmetry: after the shuffle the tokens meet different
 # position vectors, so the output changes in more than its order.
 # Minutes: 3
@@ -587,7 +590,7 @@ assert torch.allclose(out, mha(x, x, x), atol=1e-6)  # = the library's
 # Minutes: 2.5
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# ### Four heads, four patterns: self-attention on real words
+# ### Self-attention on real words, one head at a time
 
 # %% jupyter={"source_hidden": true}
 transformer_de, verb = attnlab.load("transformer-en-de"), language["verb_final"]
@@ -659,7 +662,8 @@ widgets.DecodeStepper("transformer-en-fr", text="Show previous version in browse
 # to the backup's prepared phrases). Ask the room
 # for a phrase from the menus they see every day; the line beside the output says whether the
 # phrase (or one a word away from it, named) was in training: "Close all tabs" and
-# "Restart kernel" were, so they show memory, not generalisation. Nothing is unknown to it: a
+# "Restart kernel" were, so they show memory, not generalisation; and seen is no guarantee:
+# "Undo", a training string ("Annuler"), comes out "Restauré". Nothing is unknown to it: a
 # rare word is written in pieces. Warn the room first: it learned interface strings, not
 # sentences ("I would like a cup of coffee" comes out as nonsense), and it reads case as written.
 
@@ -688,7 +692,8 @@ lecture.subword_table(attnlab.load("transformer-en-fr"))
 # Why not words: a word vocabulary cannot read a word the training split lacks (it becomes
 # <unk>); the pieces can. The cost shows when a rare word is cut up: greedy decoding writes
 # "moets" for "motions" and glues "Rapports disponibles" into "Rapporthisponibles"; beam search
-# (the 4 likeliest prefixes kept at each step, library: decode(model, text, beam=4)) recovers
+# (the 4 likeliest prefixes kept at each step, no length penalty; library: decode(model, text,
+# beam=4)) recovers
 # both. Row 1 is wrong in both columns: "Nombre de participant" is a count (the reference:
 # "Numéro de participant"). The last row neither fixes: "Follow" with a capital is rare, read
 # as F, ol, low; the output holds two words that do not exist ("Divre", "moitions").
@@ -1124,12 +1129,12 @@ live_model.translate("3 May 1979")
 # ### Backup: forward time on one CPU thread
 
 # %% jupyter={"source_hidden": true} tags=["nbval-ignore-output"]
-timings = lecture.time_rnn_vs_attention(lengths=[16, 64, 256, 512], d=256, repeats=1)
+timings = lecture.time_rnn_vs_attention(lengths=[16, 64, 256, 512], d=256, repeats=7)
 lecture.plot_timings(timings)
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
-# One thread, and still self-attention was faster at every n measured (16 to 512, d = 256; one
-# timing per n, re-measured at each run), past n = d too, where it does more FLOPs than the GRU
+# One thread, and still self-attention was faster at every n measured (16 to 512, d = 256; the
+# median of 7 timings per n, re-measured at each run), past n = d too, where it does more FLOPs than the GRU
 # (n^2 d against n d^2). Total work does not decide alone: the GRU takes n small steps one after
 # another, each with its own overhead, while attention's few large matrix products run
 # efficiently even on one core. On parallel hardware the gap in sequential steps counts more

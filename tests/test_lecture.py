@@ -15,6 +15,7 @@ from attnlab import attention as A
 from attnlab import lecture
 from attnlab.decode import decode
 from attnlab.experiments.language import load_results
+from attnlab.experiments.length import load_results as load_length_results
 from attnlab.lecture import measurements, reversal
 from attnlab.pictures import typography
 from attnlab.text.corpus import split_of
@@ -95,14 +96,24 @@ def test_model_table_names_an_unknown_model():
 def test_reverse_demo_marks_right_and_wrong_answers():
     table = lecture.reverse_demo(["rnnsearch-reverse", "rnnenc-reverse"], [6, 40], seed=0)
     model = attnlab.load("rnnenc-reverse")
-    for row in table.rows:
+    rates = load_length_results()["models"]["rnnenc-reverse"]["exact_match"]
+    for row, (rate, bin_) in zip(
+        table.rows, [(rates[0], "5-10"), (rates[3], "31-40")], strict=True
+    ):
         digits = row[1]
         assert len(digits) == int(row[0])
         got = model.translate(digits)
+        said = f"({rate:.0%} at {bin_})"  # the length experiment's rate beside the one draw
         if got == digits[::-1]:
-            assert row[3] == "✓ right"
+            assert row[3] == f"✓ right {said}"
         else:
-            assert row[3].startswith("✗ ") and row[3].endswith(got)
+            assert row[3].startswith(f"✗ {said} ") and row[3].endswith(got)
+
+
+def test_reverse_demo_says_nothing_of_a_model_the_length_experiment_lacks():
+    results = {"bins": [[5, 10]], "models": {}, "config": {}}
+    table = lecture.reverse_demo(["rnnenc-reverse"], [6], seed=0, results=results)
+    assert "%" not in table.rows[0][2]
 
 
 def test_mark_wrong_counts_wrong_digits_or_says_the_length_is_wrong():

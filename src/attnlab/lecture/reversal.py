@@ -7,6 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from attnlab.decode import decode
+from attnlab.experiments import length as length_experiment
 from attnlab.lecture.display import Picture, Table
 from attnlab.pictures import canvas, heatmaps
 from attnlab.training.checkpoints import load
@@ -14,12 +15,18 @@ from attnlab.training.checkpoints import load
 __all__ = ["reverse_demo", "alignment_failure"]
 
 
-def reverse_demo(names: Sequence[str], lengths: Sequence[int], seed: int = 0) -> Table:
+def reverse_demo(
+    names: Sequence[str], lengths: Sequence[int], seed: int = 0, results: dict | None = None
+) -> Table:
     """Reverse random digit strings of the given lengths with each model; mark each answer.
 
     A right answer shows as a tick; a wrong one shows how many digits it got wrong, then the
-    model's output, so the failure is visible without comparing long strings by eye.
+    model's output, so the failure is visible without comparing long strings by eye.  Beside
+    each answer, in brackets, the model's exact match at that length in the length experiment
+    (``results``, default :func:`attnlab.experiments.length.load_results`: Fig. 2's test
+    strings), so that one lucky or unlucky draw is read against the rate.
     """
+    results = results or length_experiment.load_results()
     rng = np.random.default_rng(seed)
     models = [load(n) for n in names]
     rows = []
@@ -27,14 +34,30 @@ def reverse_demo(names: Sequence[str], lengths: Sequence[int], seed: int = 0) ->
         digits = "".join(rng.choice(list("0123456789"), size=length))
         expected = digits[::-1]
         row = [str(length), digits]
-        for model in models:
+        for name, model in zip(names, models, strict=True):
             try:
                 got = model.translate(digits)
             except ValueError as err:  # e.g. longer than the model supports
                 got = f"({err})"
-            row.append("✓ right" if got == expected else "✗ " + _mark_wrong(got, expected))
+            rate = _rate(results, name, length)
+            if got == expected:
+                row.append(f"✓ right {rate}".rstrip())
+            else:
+                row.append(f"✗ {rate} {_mark_wrong(got, expected)}".replace("  ", " "))
         rows.append(row)
-    return Table(["length", "input", *names], rows, "Reverse a digit string", first_width=10)
+    caption = "Reverse a digit string (in brackets: exact match at that length, Fig. 2)"
+    return Table(["length", "input", *names], rows, caption, first_width=10)
+
+
+def _rate(results: dict, name: str, length: int) -> str:
+    """ "(8% at 11-20)": the exact match of ``name`` in the length bin holding ``length``, or ""
+    when the experiment has no such model or bin."""
+    for (lo, hi), rate in zip(
+        results["bins"], results["models"].get(name, {}).get("exact_match", []), strict=False
+    ):
+        if lo <= length <= hi:
+            return f"({rate:.0%} at {lo}-{hi})"
+    return ""
 
 
 def _mark_wrong(got: str, expected: str) -> str:

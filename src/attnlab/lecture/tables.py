@@ -129,8 +129,8 @@ def vaswani_table(results: dict | None = None) -> Table:
     return Table(
         ["Vaswani et al. 2017", "EN→DE BLEU", "EN→FR BLEU", "training"],
         rows,
-        caption="Their Table 2 (arXiv; the NIPS paper: 41.0 for big EN→FR), WMT 2014 news: "
-        "not comparable with ours",
+        caption="Their Transformer rows of Table 2 (arXiv; the NIPS paper: 41.0 for big EN→FR), "
+        "WMT 2014 news: not comparable with ours",
         first_width=24,
     )
 
