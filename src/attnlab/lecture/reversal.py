@@ -39,11 +39,9 @@ def reverse_demo(
                 got = model.translate(digits)
             except ValueError as err:  # e.g. longer than the model supports
                 got = f"({err})"
-            rate = _rate(results, name, length)
-            if got == expected:
-                row.append(f"✓ right {rate}".rstrip())
-            else:
-                row.append(f"✗ {rate} {_mark_wrong(got, expected)}".replace("  ", " "))
+            said = ["✓ right"] if got == expected else ["✗", _mark_wrong(got, expected)]
+            said.insert(1, _rate(results, name, length))  # the rate after the mark
+            row.append(" ".join(part for part in said if part))
         rows.append(row)
     caption = "Reverse a digit string (in brackets: exact match at that length, Fig. 2)"
     return Table(["length", "input", *names], rows, caption, first_width=10)

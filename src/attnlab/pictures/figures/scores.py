@@ -54,9 +54,9 @@ def _training(models: dict, systems: list[str], threads: bool) -> str:
 
 def language_scores(results: dict | None = None) -> Figure:
     """chrF of each model and of the dictionary (IBM Model 1) on both test splits, one panel
-    per language pair titled with the models' training time (minutes; the thread count once): a bar per split with sacrebleu's
-    95% paired-bootstrap interval and its score written above, and a dashed line at the
-    dictionary's held-out score (the one to beat).  ``results`` defaults to
+    per language pair titled with the models' training time (minutes; the thread count once):
+    a bar per split with sacrebleu's 95% paired-bootstrap interval and its score written
+    above, and a dashed line at the dictionary's held-out score (the one to beat).  ``results`` defaults to
     :func:`attnlab.experiments.language.load_results`; raises :class:`FigureUnavailable` when
     they are missing or damaged."""
     try:
