@@ -108,7 +108,7 @@ def language_table(results: dict | None = None) -> Table:
         minutes = f"{models[system]['train_seconds'] / 60:.1f} min" if system in models else None
         minutes = minutes or trained[system]
         rows.append([label, *cells, minutes])
-    threads = {model_card(n)["train"]["threads"] for n in names}
+    threads = {models[n]["threads"] for n in names}  # from the cards, stored with the scores
     thread = "1 CPU thread" if threads == {1} else f"{'/'.join(map(str, sorted(threads)))} threads"
     return Table(
         ["BLEU / chrF", "EN→DE test", "EN→DE held out", "EN→FR test", "EN→FR held out", "training"],

@@ -12,7 +12,7 @@ from attnlab.experiments import language
 from attnlab.pictures.canvas import shown_figure
 from attnlab.pictures.figures.length_experiment import FigureUnavailable
 from attnlab.pictures.figures.shown import shown_width_px
-from attnlab.pictures.plots import HALL_TYPE, KIND_COLOURS
+from attnlab.pictures.plots import HALL_TYPE, KIND_COLOURS, KIND_NAMES
 
 __all__ = ["PANELS", "SPLITS", "SYSTEM_NAMES", "language_scores"]
 
@@ -23,24 +23,9 @@ PANELS = {
 }
 #: The two test splits, as the legend names them: solid in domain, hatched held out.
 SPLITS = {"test": "test split (in domain)", "unseen": "held-out packages (no model saw them)"}
-#: How the picture names each system (the dictionary is the baseline every panel ends with).
-SYSTEM_NAMES = {
-    "transformer": "Transformer",
-    "rnnsearch": "RNNSearch",
-    "rnnenc": "RNNEncDec",
-    "dictionary": "dictionary",
-}
-_COLOURS = {
-    "transformer": "#009E73",
-    "rnnsearch": KIND_COLOURS["rnnsearch"],
-    "rnnenc": KIND_COLOURS["rnnencdec"],
-    "dictionary": "0.55",
-}
-
-
-def _short(system: str) -> str:
-    """ "transformer-en-fr" -> "transformer"; "dictionary" stays."""
-    return system.split("-")[0]
+#: How the picture names each model kind, and the dictionary (every panel's last baseline).
+SYSTEM_NAMES = {**KIND_NAMES, "transformer": "Transformer", "dictionary": "dictionary"}
+_COLOURS = {**KIND_COLOURS, "transformer": "#009E73", "dictionary": "0.55"}
 
 
 def _training(models: dict, systems: list[str], threads: bool) -> str:
@@ -75,11 +60,12 @@ def language_scores(results: dict | None = None) -> Figure:
     axes = fig.subplots(1, len(PANELS), width_ratios=counts, sharey=True)
     for k_ax, (ax, (pair, (title, systems))) in enumerate(zip(axes, PANELS.items(), strict=True)):
         names = [*systems, "dictionary"]
+        kinds = [models[s]["kind"] for s in systems] + ["dictionary"]  # the stored model kinds
         x = np.arange(len(names))
         for k, split_scores in enumerate(panels[pair]):
             for i, system in enumerate(names):
                 chrf = split_scores[system]["bootstrap"]["chrf"]
-                colour = _COLOURS[_short(system)]
+                colour = _COLOURS[kinds[i]]
                 left = x[i] + (k - 0.5) * 0.4
                 ax.bar(left, chrf["score"], 0.38, color=colour, alpha=1.0 if k == 0 else 0.45,
                        hatch=None if k == 0 else "//", edgecolor=colour, linewidth=1.5)  # fmt: skip
@@ -89,7 +75,7 @@ def language_scores(results: dict | None = None) -> Figure:
                             fontsize=sizes.label)  # fmt: skip
         held_out = panels[pair][1]["dictionary"]["chrf"]
         ax.axhline(held_out, color="0.35", ls="--", lw=1.5, zorder=0)
-        ax.set_xticks(x, [SYSTEM_NAMES[_short(s)] for s in names])
+        ax.set_xticks(x, [SYSTEM_NAMES[k] for k in kinds])
         ax.set_xlim(-0.6, len(names) - 0.4)
         trained = _training(models, systems, threads=k_ax == 0)  # said once, in the first title
         ax.set_title(f"{title}: {trained}", fontsize=sizes.title)
