@@ -131,6 +131,8 @@ class TwinIndex:
         exact_order = np.argsort(np.asarray(exact, dtype=np.int64), kind="stable")
         self._exact_keys = np.asarray(exact, dtype=np.int64)[exact_order]  # (n,) sorted
         self._exact_owners = exact_order  # (n,)
+        # Each string's tokens joined, a space either side: " a b " contains " b " but not " ab ".
+        self._joined = [f" {' '.join(normalised(text))} " for text in self.strings]
 
     def __len__(self) -> int:
         return len(self.strings)
@@ -160,6 +162,18 @@ class TwinIndex:
         filed from there); below that only a string with one token more is found.
         """
         return self._first(normalised(text), one_token_edit)
+
+    def containing(self, text: str) -> str | None:
+        """The shortest string (the first of those, in the index's order) that holds all of
+        ``text``'s tokens in a row and more ("Close all" in "Close all tabs to the right");
+        None if none does, or if ``text`` has fewer than two tokens (a single word is in
+        thousands of strings: that it is tells nothing)."""
+        tokens = normalised(text)
+        if len(tokens) < 2:
+            return None
+        run = f" {' '.join(tokens)} "
+        found = [(len(j), i) for i, j in enumerate(self._joined) if run in j and len(j) > len(run)]
+        return self.strings[min(found)[1]] if found else None
 
     def _first(self, tokens: tuple[str, ...], close) -> str | None:
         """The first string (in the index's order) filed under one of ``tokens``' deletion keys

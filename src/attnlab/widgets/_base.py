@@ -273,7 +273,7 @@ class ModelWidget(BaseWidget):
                 index = err
             self.seen = seen.verdict(index, self.text.value)
         line = "" if self.seen is None else self.seen.line
-        colour = {"seen": "#8a4b00", "near-twin": "#8a4b00"}.get(getattr(self.seen, "kind", ""))
+        colour = {"seen": "#8a4b00", "near-twin": "#8a4b00", "inside": "#8a4b00"}.get(getattr(self.seen, "kind", ""))
         style = f' style="color:{colour}"' if colour else ""
         self.seen_box.value = readable(f"<span{style}>{html.escape(line)}</span>") if line else ""
         self.seen_box.layout.display = None if line else "none"

@@ -192,9 +192,10 @@ def transformer_overview() -> Figure:
     )
     text(
         ax,
-        (cross.left[0] - 0.25, y - 0.2),
+        (cross.left[0] - 0.2, cross.bottom[1] - 0.08),  # under the gap, clear of the Norm box
         "Q",
         fontsize=17.5,
+        ha="center",
         va="top",
         bold=True,
         color=C["blue"],
