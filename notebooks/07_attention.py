@@ -278,9 +278,9 @@ lecture.held_out_example(rnnsearch_fr, language["word_order"])
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # - Backup: where it breaks; the model without attention given more compute is in the backup too.
 # - Right: the same two designs on real language, our English→French RNNEncDec and RNNSearch scored on the held-out packages (chrF by English length, sacrebleu's paired bootstrap in each bucket; every gain has p < 0.01).
-# - Attention is ahead by 4.2 chrF on 1-3 words and by 8-10 from 4 words on, where the model without attention keeps falling; RNNSearch falls too (39.7 to 34.8).
+# - Attention is ahead by 4.2 chrF on 1-3 words and by 8-10 from 4 words on, where the model without attention keeps falling; RNNSearch falls too (40.0 to 35.1).
 # - Past 4 words the gap stays within the intervals rather than widening: a lead at every length on strings no model has seen, not yet Bahdanau's widening gap (our strings stop at 15 words).
-# - On the in-domain test split: +3.6, +5.5, +8.8, +9.8.
+# - On the in-domain test split: +3.6, +5.7, +8.7, +9.8.
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # - The dashed line: the word-by-word dictionary (IBM Model 1 on the training split) is above both RNNs at every length (49.7-53.0 chrF): these RNNs, trained 7 minutes, show the effect of attention, not a good translator (the Transformers come later).
@@ -635,7 +635,7 @@ lecture.self_attention_heads(transformer_de, verb["source"], layer=0)  # a test-
 #
 # Hide one source piece at a time (as `<unk>`, never read in training): how far does the output piece's probability
 # drop? Beside it, $\alpha$ (`rnnsearch-en-fr`), at their worst disagreement. Over the test
-# split the two pick the same source piece at 34% of the steps (by chance: 13.5%):
+# split the two pick the same source piece at 34% of the steps (by chance: 13.7%):
 
 # %% jupyter={"source_hidden": true}
 occlusion = language["alpha_vs_occlusion"]
@@ -643,7 +643,7 @@ lecture.alpha_and_occlusion(occlusion["example"], occlusion["agreement"], occlus
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Say:
-# - Over the test split, alpha and occlusion pick the same source piece at 34% of the steps (13.5% by chance).
+# - Over the test split, alpha and occlusion pick the same source piece at 34% of the steps (13.7% by chance).
 # - alpha weighs bi-GRU states, not words: the state at 'an' can carry 'is'.
 # - Attention is a mechanism the model uses, not by itself an explanation of its output.
 # If asked:
@@ -654,7 +654,7 @@ lecture.alpha_and_occlusion(occlusion["example"], occlusion["agreement"], occlus
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # - The example is the clearest disagreement in the test split, not a typical step (a rule: an output word of the reference where alpha's favourite piece costs under 0.1 nats to hide and another over 1 nat; right outputs first, then alpha's largest lead).
 # - Writing 'est', alpha puts 0.45 on 'an' and 0.06 on 'is'; hiding 'is' (by <unk>, the output kept fixed) costs 1.1 nats, hiding 'an' costs nothing (-0.10 nats).
-# - Over the test split alpha and occlusion agree at 34% of the 10,581 steps, 2.5 times chance (13.5%: two picks at random among a step's pieces).
+# - Over the test split alpha and occlusion agree at 34% of the 10,173 steps, 2.5 times chance (13.7%: two picks at random among a step's pieces).
 # - The mechanism: alpha weighs bi-GRU states, not words, and each state has read its neighbours in both directions, so the state at 'an' can carry 'is'.
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}

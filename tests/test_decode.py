@@ -13,6 +13,7 @@ from attnlab import attention
 from attnlab.decode import (
     MAX_BEAM,
     Decoding,
+    RepeatRule,
     Step,
     allowed_tokens,
     beam_search,
@@ -354,3 +355,30 @@ def test_an_empty_output_is_a_decoding_with_no_steps():
         d = decode(model, "ab", beam)
         assert d.text == "" and d.alpha.shape == (1, 1, 0, 3) and d.probs.shape == (0,)
         assert list(steps(model, "ab", beam)) == []
+
+
+# --------------------------------------------------------------------------- the repeat rule
+@pytest.mark.parametrize("beam", [None, 3])
+def test_a_subword_decoder_writes_no_word_a_third_time(beam):
+    """A decoder that would stutter ('alle alle alle ...') is stopped at the second time,
+    whatever the case ('Alle' is the same word); then it writes the next best word."""
+    model = attnlab.load("transformer-en-de")
+    V = model.tgt_vocab
+    prefer = {"▁alle": 5.0, "▁Alle": 4.0, "▁die": 3.0, "<eos>": 2.0}
+
+    def stutter(state, y_prev):
+        logits = torch.full((len(y_prev), len(V)), -10.0)
+        for piece, score in prefer.items():
+            logits[:, V.stoi[piece]] = score
+        n = state["src_mask"].shape[-1]
+        return StepOutput(logits, torch.full((len(y_prev), 2, 4, n), 1 / n), None, state)
+
+    with mock.patch.object(model, "step", stutter):
+        assert model.translate("Delete all", beam=beam) == "alle alle die die"
+
+
+def test_the_repeat_rule_leaves_character_models_alone():
+    # dates repeat digits by nature: "1999-09-09" writes '9' five times
+    model = attnlab.load("rnnsearch-dates")
+    assert model.translate("9 September 1999") == "1999-09-09"
+    assert not RepeatRule(model.tgt_vocab).banned(torch.full((1, len(model.tgt_vocab)), 9)).any()
