@@ -120,9 +120,8 @@ def test_a_phrase_inside_a_longer_training_string_is_said_so():
     assert said.line == "New as a whole, but inside a training string: 'Export the data as JSON'"
     # the shortest string that holds it is named
     assert seen.verdict(index, "all tabs to").string == "Close all tabs to the right"
-    assert TwinIndex(["Close all tabs", "Close all tabs to the right"]).containing(
-        "all tabs"
-    ) == ("Close all tabs")
+    both = TwinIndex(["Close all tabs to the right", "Close all tabs"])
+    assert both.containing("all tabs") == "Close all tabs"
     # whole words only, in order, and in a row
     for text in ("Export the dat", "the Export data", "Export data as"):
         assert seen.verdict(index, text).kind == "new", text
