@@ -37,6 +37,15 @@ def test_length_curves_draws_one_line_per_model():
     assert (x0, x1) == (30, 40)
 
 
+def test_a_shading_among_several_training_ranges_names_its_models():
+    # models trained on 5-30 and on 5-40: past 30 only the first kind is out of its range
+    two = {**RESULTS, "config": {"models": {"rnnenc": {"train_lengths": [5, 40]},
+                                            "rnnsearch": {"train_lengths": [5, 30]}}}}  # fmt: skip
+    ax = plots.length_curves(two, metric="exact_match")
+    labels = [p.get_label() for p in ax.patches if p.get_label().startswith("longer than")]
+    assert labels == ["longer than the ≤ 30 models saw"]
+
+
 def test_length_curves_token_accuracy_and_given_axes():
     fig = canvas.new_figure(4, 3)
     ax = fig.add_subplot()

@@ -80,15 +80,21 @@ def _train_ranges(config: dict, models: dict) -> list[tuple[float, float, str]]:
             return float(value[0]), float(value[1])
         return None
 
-    found: dict[tuple[float, float], str] = {}
+    ranges: list[tuple[float, float]] = []
     for name, info in (config.get("models") or {}).items():
         r = as_range(info.get("train_lengths")) if isinstance(info, dict) else None
-        if r and name in models:
-            found.setdefault(r, f"longer than trained on (≤ {r[1]:g})")
+        if r and name in models and r not in ranges:
+            ranges.append(r)
     r = as_range(config.get("train_lengths"))
-    if r:
-        found.setdefault(r, f"longer than trained on (≤ {r[1]:g})")
-    return [(lo, hi, label) for (lo, hi), label in found.items()]
+    if r and r not in ranges:
+        ranges.append(r)
+    # Several ranges: a shading holds for the models of its range only, and says which.
+    label = (
+        "longer than the ≤ {:g} models saw"
+        if len(ranges) > 1
+        else "longer than trained on (≤ {:g})"
+    )
+    return [(lo, hi, label.format(hi)) for lo, hi in ranges]
 
 
 #: Type for static pictures with room to spare (px at the shown size): 22 px ticks and labels.
@@ -162,7 +168,7 @@ def length_figure(
         lo, hi = ax.get_xlim()
         for i in reversed(shaded):
             handles.pop(i)
-            label = labels.pop(i).replace("longer than trained on", "longer than\ntrained on")
+            label = labels.pop(i).replace("than ", "than\n", 1)  # two lines in the shading
             ax.text(hi - 0.05 * (hi - lo), 0.6, label, fontsize=sizes.label, color="0.3",
                     ha="right", va="center")  # fmt: skip
     fig.legend(
