@@ -186,9 +186,12 @@ class DecodeStepper(ModelWidget):
         L, H = decoding.alpha.shape[:2]
         options = [("", (0, 0))]
         if L * H > 1:  # several layers and heads: the last layer's mean of heads by default
-            heads = [(f"layer {i + 1}, head {j + 1}", (i, j)) for i in range(L) for j in range(H)]
+            heads = [
+                (f"layer {i + 1}/{L}, head {j + 1}", (i, j)) for i in range(L) for j in range(H)
+            ]
             last = (L - 1) * H  # the mean, the last layer's heads, then the earlier layers
-            options = [(f"layer {L}, mean of heads", (L - 1, MEAN)), *heads[last:], *heads[:last]]
+            mean = (f"layer {L}/{L}, mean of {H} heads", (L - 1, MEAN))
+            options = [mean, *heads[last:], *heads[:last]]
         if [v for _, v in self.head.options] != [v for _, v in options]:
             self.head.unobserve(self._on_head, names="value")  # rendered once, below
             self.head.options = options  # selects the first
@@ -235,7 +238,10 @@ class DecodeStepper(ModelWidget):
     def _title(self) -> str:
         """The model, the head, and the text as a word or character model read it (unknown words:
         <unk>); a subword model reads what was typed, shown in the box above."""
-        where = "" if self.head_box.layout.display == "none" else f", {self.head.label}"
+        # a Transformer's choice of layer and head: of its cross-attention (its rows: the outputs)
+        where = (
+            "" if self.head_box.layout.display == "none" else f" cross-attention, {self.head.label}"
+        )
         d = self.decoding
         if d.level == "subword":  # it reads what was typed, shown in the box and on the axis
             return short(f"{self.model_chooser.value}{where}", 64)

@@ -72,7 +72,8 @@ class PhraseGallery(BaseWidget):
         source = tick_labels(d.source_tokens, pieces)
         output = tick_labels(d.output_tokens, pieces)
         translation = self.model.tgt_vocab.join(d.output_tokens) if pieces else d.text
-        title = f"{self.name}, last layer, mean of heads"
+        L, H = d.alpha.shape[:2]  # (L, h, T, n)
+        title = f"{self.name} cross-attention, layer {L}/{L}, mean of {H} heads"
         T = len(output)
         # the phrase itself is in the menu and on the axis: the caption is what the model wrote
         captions = [""] * (T - 1) + [short(f"→ '{translation}'", 80)]

@@ -74,7 +74,7 @@ def transformer_results() -> Figure:
         ax,
         (0.35, -0.35),
         "Table 2 of Vaswani et al., \u201cAttention Is All You Need\u201d, arXiv:1706.03762 "
-        "(the NeurIPS 2017 version gives 41.0\nfor the big model on EN-FR). BLEU on "
+        "(the NIPS 2017 proceedings give 41.0\nfor the big model on EN-FR). BLEU on "
         "newstest2014 English-German (EN-DE) and English-French (EN-FR);\n"
         "training cost in FLOPs. Best BLEU in bold.",
         fontsize=15.5,

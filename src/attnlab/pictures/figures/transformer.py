@@ -183,20 +183,10 @@ def transformer_overview() -> Figure:
     text(
         ax,
         (cross.x + 0.2, y_mid + 0.15),
-        "K, V from the encoder\n(cross-attention)",
+        "Cross-attention: Q from the decoder,\nK and V from the encoder",
         fontsize=17.5,
         ha="left",
         va="bottom",
-        bold=True,
-        color=C["blue"],
-    )
-    text(
-        ax,
-        (cross.left[0] - 0.2, cross.bottom[1] - 0.08),  # under the gap, clear of the Norm box
-        "Q",
-        fontsize=17.5,
-        ha="center",
-        va="top",
         bold=True,
         color=C["blue"],
     )
