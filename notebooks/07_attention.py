@@ -222,7 +222,7 @@ widgets.DecodeStepper()  # the shipped rnnsearch-dates; more models in the model
 # - Ask the audience for a date, type it, then step through. Try "3 May 1979", "tuesday december 31 2099", "01/02/1903".
 # - At step 1 on "3 May 1979", y_1 = '1' attends to the '9' after the '1', not to the '1': no mistake. The bi-GRU's state there reads both directions, and its forward half has already read the '1'.
 # - One character off: its neighbours' states already carry the symbol.
-# Minutes: 3
+# Minutes: 4
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Real language: Bahdanau's Fig. 3, ours
@@ -286,7 +286,7 @@ lecture.held_out_example(rnnsearch_fr, language["word_order"])
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # - The dashed line: the word-by-word dictionary (IBM Model 1 on the training split) is above both RNNs at every length (49.7-53.0 chrF): these RNNs, trained 7 minutes, show the effect of attention, not a good translator (the Transformers come later).
-# Minutes: 3
+# Minutes: 3.5
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## The Transformer ([Vaswani et al., 2017](https://arxiv.org/abs/1706.03762))
@@ -436,7 +436,7 @@ lecture.positional_encoding_picture(n=40, d=64, at=10)
 # - Ours, not the paper's: E starts with entries of size 1/sqrt(d_model), so that the logits y E^T are of unit scale, and the factor brings the token vectors back to the scale of the positional encoding.
 # - transformer-dates does not tie and does not scale: its embeddings start at unit scale (torch's default), and multiplying them by sqrt(64) = 8 would drown the positional encoding.
 # - The decoder reads its outputs shifted right: next slide.
-# Minutes: 2
+# Minutes: 2.5
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Teacher forcing: training reads the true outputs, shifted right
@@ -491,7 +491,7 @@ lecture.causal_demo(mask)
 # - With ~mask the last query has no key left: its row is all zeros (the library's masked softmax gives such a row 0 rather than NaN), so the future gets 5 of the 6 rows' weight.
 # - A mask of the wrong shape or type gives a one-line message.
 # - The library's causal_mask and masked_softmax are in the backup.
-# Minutes: 2
+# Minutes: 3
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ### Attention in the Transformer: $Q$, $K$, $V$
@@ -567,7 +567,7 @@ widgets.ScaledDotExplorer()
 # - Press the preset (unscaled, d_k = 512): the readout gives std(QK^T) 22.2 against 1.0 scaled, and a largest weight per row of 0.93 on average (above 0.99 in 5 of the 8 rows).
 # - Tick the scaling again: the rows stay soft.
 # - The causal-mask toggle zeroes the upper triangle.
-# Minutes: 2
+# Minutes: 2.5
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ### Multi-head: split, attend, concatenate, $W^O$
@@ -606,7 +606,7 @@ assert torch.allclose(out, mha(x, x, x), atol=1e-6)  # = the library's
 # - Why several heads: one softmax can weigh two places, but what it finds there is blended into one average; h heads keep h averages apart for W^O.
 # - Measured (backup "Why several heads?"): transformer-dates' recipe with 1 head of 64 against 4 of 16, same 238,287 parameters, 3 seeds: both reach 99.9% in 500-900 steps.
 # - Dates need few relations; on translation one head was 0.9 BLEU below the best setting (Vaswani et al., Table 3 A), and 32 heads were also worse.
-# Minutes: 2.5
+# Minutes: 3
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Self-attention on real words, one head at a time
@@ -663,7 +663,7 @@ lecture.alpha_and_occlusion(occlusion["example"], occlusion["agreement"], occlus
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # - Occlusion is only one measure of dependence: an <unk> in a sentence is an input the model never saw (out of distribution), and it is blind to redundancy (if two pieces carry the same information, hiding either costs little).
-# Minutes: 3
+# Minutes: 3.5
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Your phrase, translated live
@@ -686,7 +686,7 @@ widgets.DecodeStepper("transformer-en-fr", text="Show previous version in browse
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # - The model chooser has the EN->DE Transformer (weaker: it loses to a word-by-word dictionary on chrF; "Show hidden files" gives "Verste Dateien anzeigen", "Show Hidden Files" the right "Versteckte Dateien anzeigen"; "Cancel", a training string, gives "Verbrechen", crime: seen is no guarantee) and the EN->FR RNNSearch.
-# Minutes: 2.5
+# Minutes: 4
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Subwords: why no word is unknown, and where they hurt
