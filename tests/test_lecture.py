@@ -345,6 +345,9 @@ def test_self_attention_heads_draws_every_head(transformer):
     assert weights.shape[0] == transformer.config.num_heads
     np.testing.assert_allclose(weights.sum(-1), 1.0, atol=1e-5)
     assert _smallest_px(picture) >= typography.MIN_TEXT_PX
+    two = lecture.self_attention_heads(transformer, "3 May 1979", layer=0, heads=[1, 3])
+    np.testing.assert_array_equal(two.data["weights"], weights[[1, 3]])
+    assert "heads 2, 4" in str(two)
 
 
 # ----------------------------------------------------------------------------- cached measurements

@@ -54,12 +54,14 @@ def _sized_heatmaps(x_labels, y_labels, panels: int = 1, max_height: float = 520
     return fig, sizes, axes
 
 
-def self_attention_heads(model, text: str, layer: int = 0) -> Picture:
-    """The encoder self-attention of every head of ``layer`` on ``text``, side by side."""
+def self_attention_heads(model, text: str, layer: int = 0, heads=None) -> Picture:
+    """The encoder self-attention of ``layer`` on ``text``, one panel per head side by side:
+    every head, or those of ``heads`` (0-based; a long text leaves room for only a few)."""
     w = model.attention_weights(text)
     src = w["source_tokens"]
-    weights = w["encoder_self"][layer]  # (h, n, n)
-    h = weights.shape[0]
+    shown = list(range(w["encoder_self"].shape[1])) if heads is None else list(heads)
+    weights = w["encoder_self"][layer][shown]  # (heads shown, n, n)
+    h = len(shown)
 
     def draw():
         fig, sizes, axes = _sized_heatmaps(src, src, panels=h)
@@ -67,18 +69,17 @@ def self_attention_heads(model, text: str, layer: int = 0) -> Picture:
             ax.sharey(axes[0])  # one row of query labels, on the left, for every panel
         for k, ax in enumerate(axes):
             heatmaps.still_heatmap(
-                ax, weights[k], src, src, title=f"head {k + 1}", colorbar=k == h - 1,
+                ax, weights[k], src, src, title=f"head {shown[k] + 1}", colorbar=k == h - 1,
                 xlabel="key", ylabel="query" if k == 0 else "", sizes=sizes,
             )  # fmt: skip
             if k:
                 ax.tick_params(labelleft=False)
         return fig
 
-    summary = (
-        f"{model.card['name']}: encoder self-attention, layer {layer + 1}, {h} heads: {text!r}"
-    )
-    return Picture(draw, summary, {"weights": weights, "source": src},
-                   name="self_attention_heads", inputs=[weights, list(src)],
+    which = f"{h} heads" if heads is None else "heads " + ", ".join(str(i + 1) for i in shown)
+    summary = f"{model.card['name']}: encoder self-attention, layer {layer + 1}, {which}: {text!r}"
+    return Picture(draw, summary, {"weights": weights, "source": src, "heads": shown},
+                   name="self_attention_heads", inputs=[weights, list(src), shown],
                    code=(__name__,))  # fmt: skip
 
 
