@@ -618,8 +618,7 @@ transformer_fr = attnlab.load("transformer-en-fr")
 lecture.self_attention_heads(transformer_fr, "Create new cell at the current line", heads=[0, 1])
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# Over the test split: head 2 parks on `<eos>` 26% of the time (chance 11%), a no-op as in
-# BERT; head 1 only leans to the previous token (18%, chance 9%). Backup: all heads.
+# Over the test split head 2 parks on `<eos>` 26% of the time (chance 11%). Backup: all heads.
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Say:
