@@ -228,7 +228,7 @@ widgets.DecodeStepper()  # the shipped rnnsearch-dates; more models in the model
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Real language: Bahdanau's Fig. 3, ours
 #
-# `rnnsearch-en-fr` on a **test-split** string, none in training within one word (1 of 2 found):
+# `rnnsearch-en-fr` on one of only 2 **test-split** strings our rule finds (none in training within one word):
 
 # %% jupyter={"source_hidden": true}
 language = load_results()  # measured once over the test split, with the models below
@@ -297,7 +297,8 @@ lecture.held_out_example(rnnsearch_fr, language["word_order"])
 #   its own position (causal mask) and to every source token (cross-attention: Bahdanau's
 #   idea, the decoder queries the encoder's states, with a scaled dot-product score and $h$ heads).
 # * Payoff: an RNN's $h_t$ waits for $h_{t-1}$; self-attention computes all $n$ positions at
-#   once. The longest chain of operations that must wait for each other (autograd graph):
+#   once (the encoder, and the decoder in training; decoding still writes one token per step).
+#   The longest chain of operations that must wait for each other (autograd graph):
 
 # %% jupyter={"source_hidden": true}
 lecture.sequential_steps(lengths=[8, 32, 128, 512], d=32)
@@ -554,7 +555,7 @@ alpha.round(decimals=2)  # the table's weights; out is its last column
 # Minutes: 3
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# ### Why divide by $\sqrt{d_k}$? Unit-variance $q, k$: $\mathrm{Var}(q^\top k) = d_k$
+# ### Why divide by $\sqrt{d_k}$? Independent $N(0,1)$ entries: $\mathrm{Var}(q^\top k) = d_k$
 
 # %% jupyter={"source_hidden": true}
 widgets.ScaledDotExplorer()
@@ -618,7 +619,7 @@ transformer_fr = attnlab.load("transformer-en-fr")
 lecture.self_attention_heads(transformer_fr, "Create new cell at the current line", heads=[0, 1])
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# Over the test split head 2 parks on `<eos>` 26% of the time (chance 11%). Backup: all heads.
+# Over the test split head 2 parks on `<eos>` 26% of the time (chance 11%); backup: the 4 heads.
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Say:
@@ -1039,17 +1040,21 @@ lecture.heads_measured()  # lecture.head_study(transformer, n=200), cached: 4 s
 # chance (the same fraction if the strongest key were drawn at random):
 
 # %% jupyter={"source_hidden": true}
-lecture.head_roles_table(language["head_roles"]["transformer-en-de"], layer=0)
+lecture.head_roles_table(language["head_roles"]["transformer-en-fr"], layer=0)
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # In our small model every head does something more often than chance, but none does one job
 # most of the time: the heads are only weakly specialised, and reading a job off one picture
 # (the per-head picture) would have overstated it. That is the honest, measured answer to "what do the
 # heads do" at this size; cleanly "syntactic" heads are reported for far larger models (Clark
-# et al. 2019 on BERT; Voita et al. 2019 on translation encoders). One role does stand out in
-# the EN->FR Transformer (results/language.json): head 2 of its first encoder layer puts its
-# strongest weight on <eos> 26% of the time (chance 11%), the no-op behaviour Clark et al.
-# found in BERT, whose heads park their weight on [SEP] when they have nothing to do.
+# et al. 2019 on BERT; Voita et al. 2019 on translation encoders).
+
+# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
+# One role does stand out in
+# the EN->FR Transformer (the table: its first encoder layer, the one of the per-head picture):
+# head 2 puts its strongest weight on <eos> 26% of the time (chance 11%), the no-op behaviour
+# Clark et al. found in BERT, whose heads park their weight on [SEP] when they have nothing to
+# do. The EN->DE Transformer has no such head (results/language.json: at most 14% on any role).
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Backup: Our own results table: dates to ISO
