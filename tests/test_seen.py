@@ -116,7 +116,7 @@ def test_a_phrase_inside_a_longer_training_string_is_said_so():
     # two words more than the phrase: not one edit away, yet the model has read it word for word
     index = TwinIndex(["Close all tabs to the right", "Close all tabs", "Export the data as JSON"])
     said = seen.verdict(index, "Export the data")
-    assert (said.kind, said.string) == ("inside", "Export the data as JSON")
+    assert (said.kind, said.string) == ("new", "Export the data as JSON")
     assert said.line == "New as a whole, but inside a training string: 'Export the data as JSON'"
     # the shortest string that holds it is named
     assert seen.verdict(index, "all tabs to").string == "Close all tabs to the right"
@@ -124,10 +124,10 @@ def test_a_phrase_inside_a_longer_training_string_is_said_so():
     assert both.containing("all tabs") == "Close all tabs"
     # whole words only, in order, and in a row
     for text in ("Export the dat", "the Export data", "Export data as"):
-        assert seen.verdict(index, text).kind == "new", text
+        assert seen.verdict(index, text).string is None, text
     # a single word is in many strings: saying so would tell nothing
     assert index.containing("Export") is None
-    assert seen.verdict(index, "Export").kind == "new"
+    assert seen.verdict(index, "Export").string is None
 
 
 def test_a_seen_string_written_differently_is_said_so():

@@ -4,9 +4,9 @@ A model that writes a good translation of a string it was trained on shows memor
 generalisation.  The widgets say which it is (:func:`verdict`): "seen" (the string, after
 normalisation, is in the training split), "near-twin" (one token edit from a training
 string, :mod:`attnlab.text.twins`; for a string shorter than the split's near-twin rule, one
-token from a training string all the same: "Close all" and "Close all tabs"), "inside" (not
-one word from any, but every word of it, in a row, inside a longer training string: "Close
-all tabs" inside "Close all tabs to the right"), or "new".
+token from a training string all the same: "Close all" and "Close all tabs"), or "new"; a new
+string whose words all stand, in a row, inside a longer training string is named with it
+("Close all tabs" inside "Close all tabs to the right": the model has read it word for word).
 
 The training split's English strings ship with the package, one per line, in
 ``results/seen-<lang>.txt.gz`` (:func:`seen_path`): the widgets need neither the catalogs nor
@@ -47,7 +47,7 @@ __all__ = [
 #: Where the shipped files live: the package's results folder.
 SEEN_DIR = Path(__file__).resolve().parents[1] / "results"
 #: What :func:`verdict` can say of a text.
-KINDS = ("seen", "near-twin", "inside", "new", "unavailable")
+KINDS = ("seen", "near-twin", "new", "unavailable")
 SHOWN_CHARS = 60  # a training string longer than this is shortened in the line
 _indexes: dict[tuple[str, int, int], TwinIndex] = {}  # (file, mtime, size) -> its index
 
@@ -59,7 +59,8 @@ class SeenUnavailable(Exception):
 @dataclass(frozen=True)
 class Seen:
     """What the widgets say of a typed text: ``kind`` (one of :data:`KINDS`), the training
-    string it matched (``string``, None for "new" and "unavailable") and the ``line`` shown."""
+    string it matched (``string``: for "new" the longer training string that holds it word for
+    word, if one does; else None) and the ``line`` shown."""
 
     kind: str
     string: str | None
@@ -135,7 +136,7 @@ def verdict(index: TwinIndex | SeenUnavailable, text: str) -> Seen:
         inside = index.containing(text)
         if inside is not None:  # new as a whole, but the model has read it, word for word
             line = f"New as a whole, but inside a training string: '{_shown(inside)}'"
-            return Seen("inside", inside, line)
+            return Seen("new", inside, line)
         if n < MIN_TOKENS - 1:  # one-token neighbours found only in part
             short = f"under {MIN_TOKENS - 1} words, its neighbours not all checked"
             return Seen("new", None, f"New: not in the training split ({short})")

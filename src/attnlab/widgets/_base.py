@@ -273,8 +273,8 @@ class ModelWidget(BaseWidget):
                 index = err
             self.seen = seen.verdict(index, self.text.value)
         line = "" if self.seen is None else self.seen.line
-        memory = {"seen", "near-twin", "inside"}  # said in the warning colour: not generalisation
-        colour = "#8a4b00" if getattr(self.seen, "kind", "") in memory else None
+        # said in the warning colour: a training string, one word from one, or holding the text
+        colour = "#8a4b00" if getattr(self.seen, "string", None) else None
         style = f' style="color:{colour}"' if colour else ""
         self.seen_box.value = readable(f"<span{style}>{html.escape(line)}</span>") if line else ""
         self.seen_box.layout.display = None if line else "none"
