@@ -186,11 +186,9 @@ class DecodeStepper(ModelWidget):
         L, H = decoding.alpha.shape[:2]
         options = [("", (0, 0))]
         if L * H > 1:  # several layers and heads: the last layer's mean of heads by default
-            heads = [
-                (f"layer {i + 1}/{L}, head {j + 1}", (i, j)) for i in range(L) for j in range(H)
-            ]
+            heads = [(f"layer {i + 1}, head {j + 1}", (i, j)) for i in range(L) for j in range(H)]
             last = (L - 1) * H  # the mean, the last layer's heads, then the earlier layers
-            mean = (f"layer {L}/{L}, mean of {H} heads", (L - 1, MEAN))
+            mean = (f"layer {L}, mean of {H} heads", (L - 1, MEAN))  # the last layer
             options = [mean, *heads[last:], *heads[:last]]
         if [v for _, v in self.head.options] != [v for _, v in options]:
             self.head.unobserve(self._on_head, names="value")  # rendered once, below

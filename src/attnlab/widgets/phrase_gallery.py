@@ -73,7 +73,7 @@ class PhraseGallery(BaseWidget):
         output = tick_labels(d.output_tokens, pieces)
         translation = self.model.tgt_vocab.join(d.output_tokens) if pieces else d.text
         L, H = d.alpha.shape[:2]  # (L, h, T, n)
-        title = f"{self.name} cross-attention, layer {L}/{L}, mean of {H} heads"
+        title = f"{self.name} cross-attention, layer {L} (last), mean of {H} heads"
         T = len(output)
         # the phrase itself is in the menu and on the axis: the caption is what the model wrote
         captions = [""] * (T - 1) + [short(f"→ '{translation}'", 80)]
