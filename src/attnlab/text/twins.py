@@ -119,9 +119,12 @@ class TwinIndex:
         # key, where a dict of token tuples cost ~50 MB for a training split); a hash shared
         # by chance is harmless: every candidate is checked on its tokens.
         hashes, owners, exact = [], [], []
+        # Each string's tokens joined, a space either side: " a b " contains " b " but not " ab ".
+        self._joined: list[str] = []
         for i, text in enumerate(self.strings):
             tokens = normalised(text)
             exact.append(hash(tokens))
+            self._joined.append(f" {' '.join(tokens)} ")
             for key in deletion_keys(tokens):
                 hashes.append(hash(key))
                 owners.append(i)
@@ -131,8 +134,6 @@ class TwinIndex:
         exact_order = np.argsort(np.asarray(exact, dtype=np.int64), kind="stable")
         self._exact_keys = np.asarray(exact, dtype=np.int64)[exact_order]  # (n,) sorted
         self._exact_owners = exact_order  # (n,)
-        # Each string's tokens joined, a space either side: " a b " contains " b " but not " ab ".
-        self._joined = [f" {' '.join(normalised(text))} " for text in self.strings]
 
     def __len__(self) -> int:
         return len(self.strings)
