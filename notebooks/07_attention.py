@@ -500,7 +500,7 @@ lecture.causal_demo(mask)
 #
 # <img src="../pics/transformer_attention.png" width="79%">
 #
-# Self-attention, per head: $Q = XW^Q$ looks, $K = XW^K$ is looked for, $V = XW^V$ is handed over.
+# Per head: $Q = XW^Q$ looks, $K = XW^K$ is looked for, $V = XW^V$ is handed over.
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Say:
