@@ -180,7 +180,9 @@ class RepeatRule:
         words = [p[1:].casefold() if p[:1] == "▁" and p[1:2].isalpha() else "" for p in vocab.itos]
         first: dict[str, int] = {}
         self.word = torch.tensor([first.setdefault(w, i) if w else -1 for i, w in enumerate(words)])
-        self.on = vocab.level == "subword"
+        # the pieces the rule watches (none but in a subword vocabulary), and each one's word
+        self.watched = (self.word >= 0) & (vocab.level == "subword")  # (V,)
+        self.column = self.word.clamp(min=0)  # (V,) where each piece's count is kept
 
     def counts(self, rows: int) -> Tensor:
         """(rows, V) how often each word was written so far: none yet."""
@@ -194,10 +196,7 @@ class RepeatRule:
 
     def banned(self, counts: Tensor) -> Tensor:
         """(rows, V) True where a piece would write a word a third time."""
-        if not self.on:
-            return torch.zeros(counts.shape, dtype=torch.bool)
-        is_word = self.word >= 0
-        return is_word & (counts[:, self.word.clamp(min=0)] >= MAX_WORD_REPEATS)
+        return self.watched & (counts[:, self.column] >= MAX_WORD_REPEATS)
 
 
 # --------------------------------------------------------------------------- sources
