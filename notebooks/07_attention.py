@@ -154,56 +154,26 @@ print(f"alpha = {a}: soft {soft.item():.1f}, hard {hard.item():.0f}")
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Attention in RNN seq2seq ([Bahdanau et al., 2015](https://arxiv.org/pdf/1409.0473.pdf))
 #
-# Keep **every** encoder state $h_i$; output step $t$ looks them up with the query $s_{t-1}$:
+# Keep **every** $h_i$; step $t$ scores each with the query $s_{t-1}$:
+# $\mathrm{score}(s_{t-1},h_i) = v^\top \tanh(W s_{t-1} + U h_i)$ (Bahdanau's, ours) or
+# $s_{t-1}^\top W_a h_i$ (Luong's general form, on $s_{t-1}$).
 #
-# <img src="../pics/seq2seq_attention.png" width="90%">
+# <img src="../pics/seq2seq_attention.png" width="86%">
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Say:
-# - Keep every encoder state h_i: output step t looks them all up with the query s_{t-1}, the soft lookup of the previous slide.
+# - Keep every encoder state h_i: step t looks them all up with the query s_{t-1}, the soft lookup of the previous slide; c_t is their weighted average.
+# - c_t goes into the decoder step and into the output: p(y_t | y_<t, x) = g(y_{t-1}, s_t, c_t).
+# - The score is a small network (additive); s^T W_a h is the bilinear alternative.
 # If asked:
-# The fix is simple to state: don't throw away the encoder states. Query s_{t-1}, keys and
-# values h_i, result c_t: the soft lookup of the previous slide. Arrow thickness = attention
-# weight alpha_{t,i}; the weights sum to 1 over i. (Bahdanau et al.: ICLR 2015, arXiv 2014.)
-# Minutes: 2
-
-# %% [markdown] slideshow={"slide_type": "slide"}
-# ### The equations
-#
-# Input $x=[x_1, \dots, x_n]$, output $y=[y_1, \dots, y_m]$; $t = 1..m$ and $i = 1..n$.
-#
-# $$
-# \begin{aligned}
-# h_i &= [\overrightarrow{h_i};\overleftarrow{h_i}] && \text{encoder state (bidirectional)}\\[4pt]
-# s_t &= f(s_{t-1}, y_{t-1}, c_t) && \text{decoder state}\\[4pt]
-# c_t &= \sum_{i=1}^{n}\alpha_{t,i}\,h_i && \text{context vector}\\[4pt]
-# \alpha_{t,i} &= \frac{\exp(\mathrm{score}(s_{t-1},h_i))}{\sum_{j=1}^{n}\exp(\mathrm{score}(s_{t-1},h_j))} && \text{attention weights}\\[4pt]
-# \mathrm{score}(s_{t-1},h_i) &= v^\top \tanh(W s_{t-1} + U h_i) && \text{Bahdanau: additive}\\[4pt]
-# \text{or } \mathrm{score}(s_{t-1},h_i) &= s_{t-1}^\top W_a h_i && \text{Luong's general form, on } s_{t-1}
-# \end{aligned}
-# $$
-#
-# Output: $p(y_t \mid y_{<t}, x) = g(y_{t-1}, s_t, c_t)$. Our RNNSearch: additive.
+# - Arrow thickness = alpha_{t,i}; the weights are positive and sum to 1 over i. y_0 is <s>, s_0 comes from the encoder.
+# - Which state queries, and where c_t goes: Bahdanau et al. query with s_{t-1}, before the RNN step, and feed c_t into that step and into g (ours: a softmax over W_o [s_t; c_t; y_{t-1}]).
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
-# Say:
-# - Top to bottom: alpha is a softmax over source positions: c_t is a weighted average of the h_i.
-# - The score: how well the query s_{t-1} (previous decoder state) matches the key h_i.
-# - Bahdanau et al. query before the RNN step, and feed c_t into it and into g.
-# If asked:
-# - The weights are positive and sum to one.
-# - y_0 is the start token <s> and s_0 comes from the encoder.
-# - y_t comes from p(y_t | y_<t, x) = g(y_{t-1}, s_t, c_t): in our RNNSearch a softmax over W_o [s_t; c_t; y_{t-1}].
-# - The classic question, which state queries and where c_t goes: Bahdanau et al. query with s_{t-1}, before the RNN step, and feed c_t into that step (s_t = f(s_{t-1}, y_{t-1}, c_t)) and into g.
-
-# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
-# - (The paper indexes the target by i and the source by j; we keep t and i.)
-
-# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
-# - Luong et al. (EMNLP 2015) run the RNN step first, score the current state h_t, and feed c_t through h~_t = tanh(W_c [c_t; h_t]), from which y_t is predicted.
-# - Bahdanau et al.'s score is a small network (additive), the one the shipped RNNSearch uses and the DecodeStepper shows.
-# - The bilinear s^T W_a h is Luong et al.'s "general" form, here on Bahdanau's query s_{t-1} (the backup "Four scores" trains four and gets very different alpha maps at the same accuracy).
-# Minutes: 3
+# - Luong et al. (EMNLP 2015) run the RNN step first, score the current state h_t, and feed c_t through h~_t = tanh(W_c [c_t; h_t]); s^T W_a h is their "general" form, here on Bahdanau's query.
+# - The equations one per line: backup "The equations of Bahdanau et al."; four scores trained, very different alpha maps at the same accuracy: backup "Four scores".
+# - (The paper indexes the target by i and the source by j; we keep t and i. ICLR 2015, arXiv 2014.)
+# Minutes: 2.5
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ### Watch the decoder attend: row $t$ is $\alpha_{t,1..n}$
@@ -220,10 +190,10 @@ widgets.DecodeStepper()  # the shipped rnnsearch-dates; more models in the model
 # - The year digits attend to the year, the month digits to the month name.
 # - alpha weighs states, not characters: the bi-GRU's attention often sits one character off.
 # If asked:
-# - Ask the audience for a date, type it, then step through. Try "3 May 1979", "tuesday december 31 2099", "01/02/1903".
+# - Step through "3 May 1979" with the play button; a date from the room only if time allows ("tuesday december 31 2099" and "01/02/1903" work).
 # - At step 1 on "3 May 1979", y_1 = '1' attends to the '9' after the '1', not to the '1': no mistake. The bi-GRU's state there reads both directions, and its forward half has already read the '1'.
 # - One character off: its neighbours' states already carry the symbol.
-# Minutes: 4
+# Minutes: 3
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Real language: Bahdanau's Fig. 3, ours
@@ -233,7 +203,7 @@ widgets.DecodeStepper()  # the shipped rnnsearch-dates; more models in the model
 # %% jupyter={"source_hidden": true}
 language = load_results()  # measured once over the test split, with the models below
 rnnsearch_fr = attnlab.load("rnnsearch-en-fr")
-lecture.held_out_example(rnnsearch_fr, language["word_order"])
+lecture.held_out_example(rnnsearch_fr, language["word_order"], lines=True)
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # "disponibles" moves back left (0.48 "available", 0.42 "images"); "les" has no English word.
@@ -287,7 +257,7 @@ lecture.held_out_example(rnnsearch_fr, language["word_order"])
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # - The dashed line: the word-by-word dictionary (IBM Model 1 on the training split) is above both RNNs at every length (49.7-53.0 chrF): these RNNs, trained 7 minutes, show the effect of attention, not a good translator (the Transformers come later).
-# Minutes: 3.5
+# Minutes: 3
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## The Transformer ([Vaswani et al., 2017](https://arxiv.org/abs/1706.03762))
@@ -377,12 +347,13 @@ lecture.positional_encoding_picture(n=40, d=64, at=10)
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # - It does not simply fall off with distance: it falls overall with ripples (local peaks near offsets 6, 12, 18 and 25, the largest at 6), so it tells near from far only roughly.
 # - PE_{pos+k} is a rotation of PE_pos in each (sin, cos) pair, which is why Vaswani et al. hypothesised that relative offsets would be easy to learn.
-# Minutes: 2
+# Minutes: 1.5
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ### Path length: Table 1 of Vaswani et al.
 #
-# A path: the steps (layers or time steps) a signal takes from input 1 to output $n$.
+# Maximum path length: the most steps (layers or time steps) a signal needs between any input
+# position and any output position.
 #
 # | layer type | work per layer | sequential operations | maximum path length |
 # |---|---|---|---|
@@ -393,7 +364,7 @@ lecture.positional_encoding_picture(n=40, d=64, at=10)
 #
 # $n$: sequence length, $d$: representation size, $k$: kernel size. The convolutional path
 # $O(\log_k n)$ is for dilated convolutions; contiguous ones need $\lceil (n-1)/(k-1) \rceil$,
-# $O(n/k)$. Exact counts: RNN $n$, self-attention 1.
+# $O(n/k)$. Exact counts for the farthest pair, $x_1$ to output $n$: RNN $n$, self-attention 1.
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Say:
@@ -471,8 +442,8 @@ lecture.teacher_forcing(transformer, "3 May 1979", "1979-05-03")
 # - The fragment answers the question students always ask, exposure bias. Scheduled sampling feeds the model its own predictions with a growing probability during training; sequence-level training scores whole outputs.
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
-# - Beam search (decode(..., beam=4) in the library) keeps the 4 best prefixes at each step, so it recovers from some early mistakes (the deck decodes greedily: one prefix, the fastest).
-# Minutes: 3
+# - Beam search (its own slide later) is a test-time search, not a remedy in training.
+# Minutes: 2.5
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Masked (causal) attention: edit me
@@ -486,14 +457,14 @@ lecture.causal_demo(mask)
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Say:
-# - With the causal mask, row t of the right panel sums to 1 over keys 1..t only; the weight on the future is exactly 0.
+# - With the causal mask, row t of the right panel sums to 1 over keys 1..t only; the weight on the future is exactly 0. One edit live: ~mask.
 # - No information flows from words not yet written. With no mask the decoder could copy the answer during training, and be useless at test time.
 # If asked:
 # - No mask: teacher forcing gives the decoder the true outputs, so it could copy them.
 # - With ~mask the last query has no key left: its row is all zeros (the library's masked softmax gives such a row 0 rather than NaN), so the future gets 5 of the 6 rows' weight.
 # - A mask of the wrong shape or type gives a one-line message.
 # - The library's causal_mask and masked_softmax are in the backup.
-# Minutes: 3
+# Minutes: 2.5
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ### Attention in the Transformer: $Q$, $K$, $V$
@@ -515,6 +486,25 @@ lecture.causal_demo(mask)
 # - In cross-attention Q comes from the decoder, K and V from the encoder.
 # - Multi-head: h such attentions in parallel on smaller projections, concatenated, times W^O.
 # Minutes: 2
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### One query's row, on real words
+#
+# `transformer-en-fr`, first encoder layer, head 1, on a test-split string: the query "new".
+
+# %% jupyter={"source_hidden": true}
+transformer_fr = attnlab.load("transformer-en-fr")
+lecture.query_row_picture(transformer_fr, "Create new cell at the current line", "new", head=0)
+
+# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
+# Say:
+# - One row of softmax(QK^T / sqrt(d_k)) V, from the trained weights: the query of "new" against every key.
+# - The scores go through the softmax: "cell", the noun it modifies, gets 0.46; the rest is spread.
+# - What comes out is a mix of values, mostly the value of "cell": "new" now carries what it describes.
+# If asked:
+# - Recomputed from the model's own W^Q, W^K, W^V (pre-LN: of LN(x)); the test suite checks the row equals the model's weights.
+# - Head 1 is the one a rule over the test split picks (the row where a content word's weight goes most to another content word: "Select" -> "type", 0.93, in "Select the type of your Data Source."); on this string it also sends "Create" to "cell" (0.55).
+# Minutes: 1.5
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Self-attention by hand: three tokens
@@ -608,31 +598,8 @@ assert torch.allclose(out, mha(x, x, x), atol=1e-6)  # = the library's
 # - Why several heads: one softmax can weigh two places, but what it finds there is blended into one average; h heads keep h averages apart for W^O.
 # - Measured (backup "Why several heads?"): transformer-dates' recipe with 1 head of 64 against 4 of 16, same 238,287 parameters, 3 seeds: both reach 99.9% in 500-900 steps.
 # - Dates need few relations; on translation one head was 0.9 BLEU below the best setting (Vaswani et al., Table 3 A), and 32 heads were also worse.
+# - What our heads do (backup, real words): head 2 of transformer-en-fr's first encoder layer puts its top weight on <eos> 26% of the time (chance 11%), the no-op Clark et al. (2019) found in BERT; the others only lean.
 # Minutes: 3
-
-# %% [markdown] slideshow={"slide_type": "subslide"}
-# ### Self-attention on real words, one head at a time
-
-# %% jupyter={"source_hidden": true}
-transformer_de, verb = attnlab.load("transformer-en-de"), language["verb_final"]
-transformer_fr = attnlab.load("transformer-en-fr")
-lecture.self_attention_heads(transformer_fr, "Create new cell at the current line", heads=[0, 1])
-
-# %% [markdown] slideshow={"slide_type": "fragment"}
-# Over the test split head 2 parks on `<eos>` 26% of the time (chance 11%); backup: the 4 heads.
-
-# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
-# Say:
-# - What does each head seem to do? (Ask the room first.)
-# - Head 2 sends most queries to <eos>: a head with nothing to do parks its weight there (Clark et al. 2019 found it in BERT).
-# - Measured over the test split, the other heads only lean (13-18% against 7-9% by chance): reading a job off one picture would overstate it.
-# If asked:
-# - Two of the four heads of the first encoder layer of transformer-en-fr on the test-split string "Create new cell at the current line" (four side by side leave no room for 8 labels each): each query row sums to 1. Heads 3 and 4 lean to the previous (14%) and the first token (13%).
-
-# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
-# - That is the honest, measured answer to "what do the heads do" at this size; cleanly "syntactic" heads are reported for far larger models (Clark et al. 2019 on BERT; Voita et al. 2019 on translation encoders).
-# - One role does stand out in the EN->FR Transformer (results/language.json): head 2 of its first encoder layer puts its strongest weight on <eos> 26% of the time (chance 11%), the no-op behaviour Clark et al. found in BERT, whose heads park their weight on [SEP] when they have nothing to do.
-# Minutes: 1
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ### Attention is not always an explanation
@@ -663,30 +630,28 @@ lecture.alpha_and_occlusion(occlusion["example"], occlusion["agreement"], occlus
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # - Occlusion is only one measure of dependence: an <unk> in a sentence is an input the model never saw (out of distribution), and it is blind to redundancy (if two pieces carry the same information, hiding either costs little).
-# Minutes: 3.5
+# Minutes: 3
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# ### Your phrase, translated live
+# ### Translated live: phrases no model saw
 
 # %% jupyter={"source_hidden": true}
-widgets.DecodeStepper("transformer-en-fr", text="Show previous version in browser")
+widgets.PhraseGallery("transformer-en-fr", lecture.PREPARED_PHRASES)
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Say:
-# - A warning first: it learned interface strings, not sentences, and it reads case as written.
-# - Give me a phrase from the menus you see every day. (Take two or three, no more.)
-# - The line beside the output says whether the phrase was in training: seen phrases show memory, not generalisation.
+# - Strings of two applications no model saw (Trac, OpenSlides): pick them from the menu; the line under the picture says whether the phrase was in training.
+# - "previous version" becomes "version précédente": the rows cross, as in Fig. 3.
+# - The last one fails: "motions", barely seen, is cut into pieces and glued back wrongly.
 # If asked:
-# - It opens on a held-out phrase, with the mean of the last layer's heads (if typing fails, go to the backup's prepared phrases).
-# - The line says whether the phrase (or one a word away from it, named) was in training: "Close all tabs" and "Restart kernel" were, so they show memory, not generalisation; and seen is no guarantee: "Undo", a training string ("Annuler"), comes out "Restauré".
-# - Nothing is unknown to it: a rare word is written in pieces.
+# - A phrase from the room: the backup's stepper (type it, Enter). It learned interface strings, not sentences, and reads case as written; the seen line tells memory from generalisation.
+# - Cross-attention of the last decoder layer, mean of its 4 heads; rows: the output pieces.
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
-# - Not sentences: "I would like a cup of coffee" comes out as nonsense.
-
-# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
-# - The model chooser has the EN->DE Transformer (weaker: it loses to a word-by-word dictionary on chrF; "Show hidden files" gives "Verste Dateien anzeigen", "Show Hidden Files" the right "Versteckte Dateien anzeigen"; "Cancel", a training string, gives "Verbrechen", crime: seen is no guarantee) and the EN->FR RNNSearch.
-# Minutes: 4
+# - None of the five is in the training split nor one word from a string there (checked for the 3-word ones too); each is translated once and stored, so the menu works in the exported page too.
+# - "Show previous version in browser" comes out as the reference word for word, "Afficher la version précédente dans le navigateur"; "Show internal items" swaps the same way ("éléments internes").
+# - The failure: "Can support motions" gives "Peut supporttions de support".
+# Minutes: 2.5
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Subwords: why no word is unknown, and where they hurt
@@ -830,23 +795,63 @@ lecture.vaswani_table(language)
 # Not part of the 90 minutes: open one of these when a question asks for it.
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# ### Backup: Prepared phrases, held out
+# ### Backup: the equations of Bahdanau et al.
+#
+# Input $x=[x_1, \dots, x_n]$, output $y=[y_1, \dots, y_m]$; $t = 1..m$ and $i = 1..n$.
+#
+# $$
+# \begin{aligned}
+# h_i &= [\overrightarrow{h_i};\overleftarrow{h_i}] && \text{encoder state (bidirectional)}\\[4pt]
+# s_t &= f(s_{t-1}, y_{t-1}, c_t) && \text{decoder state}\\[4pt]
+# c_t &= \sum_{i=1}^{n}\alpha_{t,i}\,h_i && \text{context vector}\\[4pt]
+# \alpha_{t,i} &= \frac{\exp(\mathrm{score}(s_{t-1},h_i))}{\sum_{j=1}^{n}\exp(\mathrm{score}(s_{t-1},h_j))} && \text{attention weights}\\[4pt]
+# \mathrm{score}(s_{t-1},h_i) &= v^\top \tanh(W s_{t-1} + U h_i) && \text{Bahdanau: additive}\\[4pt]
+# \text{or } \mathrm{score}(s_{t-1},h_i) &= s_{t-1}^\top W_a h_i && \text{Luong's general form, on } s_{t-1}
+# \end{aligned}
+# $$
+#
+# Output: $p(y_t \mid y_{<t}, x) = g(y_{t-1}, s_t, c_t)$. Our RNNSearch: additive.
+
+# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
+# Say:
+# - Top to bottom: alpha is a softmax over source positions: c_t is a weighted average of the h_i.
+# - The score: how well the query s_{t-1} (previous decoder state) matches the key h_i.
+# - Bahdanau et al. query before the RNN step, and feed c_t into it and into g.
+# If asked:
+# - The weights are positive and sum to one.
+# - y_0 is the start token <s> and s_0 comes from the encoder.
+# - y_t comes from p(y_t | y_<t, x) = g(y_{t-1}, s_t, c_t): in our RNNSearch a softmax over W_o [s_t; c_t; y_{t-1}].
+# - The classic question, which state queries and where c_t goes: Bahdanau et al. query with s_{t-1}, before the RNN step, and feed c_t into that step (s_t = f(s_{t-1}, y_{t-1}, c_t)) and into g.
+
+# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
+# - (The paper indexes the target by i and the source by j; we keep t and i.)
+
+# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
+# - Luong et al. (EMNLP 2015) run the RNN step first, score the current state h_t, and feed c_t through h~_t = tanh(W_c [c_t; h_t]), from which y_t is predicted.
+# - Bahdanau et al.'s score is a small network (additive), the one the shipped RNNSearch uses and the DecodeStepper shows.
+# - The bilinear s^T W_a h is Luong et al.'s "general" form, here on Bahdanau's query s_{t-1} (the backup "Four scores" trains four and gets very different alpha maps at the same accuracy).
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### Backup: your phrase, translated live
 
 # %% jupyter={"source_hidden": true}
-widgets.PhraseGallery("transformer-en-fr", lecture.PREPARED_PHRASES)
+widgets.DecodeStepper("transformer-en-fr", text="Show previous version in browser")
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
-# Five strings of the two held-out packages (Trac, OpenSlides), none in the training split nor
-# one word from a string there, each translated once (the picture is stored: the list works in
-# the exported page too). The first, "Show previous version in browser", comes out as the
-# reference word for word, "Afficher la version précédente dans le navigateur", the rows crossing
-# where "previous version" becomes "version précédente"; "Show internal items" swaps the same
-# way ("éléments internes"). Each was checked for a training string one word away (for the 3-word
-# ones too): none has one.
+# Say:
+# - A warning first: it learned interface strings, not sentences, and it reads case as written.
+# - Give me a phrase from the menus you see every day. (Take two or three, no more.)
+# - The line beside the output says whether the phrase was in training: seen phrases show memory, not generalisation.
+# If asked:
+# - It opens on a held-out phrase, with the mean of the last layer's heads (if typing fails, go back to the prepared phrases).
+# - The line says whether the phrase (or one a word away from it, named) was in training: "Close all tabs" and "Restart kernel" were, so they show memory, not generalisation; and seen is no guarantee: "Undo", a training string ("Annuler"), comes out "Restauré".
+# - Nothing is unknown to it: a rare word is written in pieces.
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
-# The last is the honest failure: "Can support motions" gives "Peut supporttions de support", a
-# word it has barely seen, cut into pieces and glued back wrongly.
+# - Not sentences: "I would like a cup of coffee" comes out as nonsense.
+
+# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
+# - The model chooser has the EN->DE Transformer (weaker: it loses to a word-by-word dictionary on chrF; "Show hidden files" gives "Verste Dateien anzeigen", "Show Hidden Files" the right "Versteckte Dateien anzeigen"; "Cancel", a training string, gives "Verbrechen", crime: seen is no guarantee) and the EN->FR RNNSearch.
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Backup: Four scores, one attention
@@ -1003,18 +1008,40 @@ lecture.show_source(attnlab.models.transformer.EncoderLayer.forward)
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Backup: The trained Transformer's three attentions
 #
-# `transformer-dates` on one date, last layer, mean over its 4 heads. The decoder's queries and
-# keys are its inputs, the outputs shifted right: `<s>`, $y_1$, $y_2$, ...
+# `transformer-dates` on one date, last layer, mean over its 4 heads. Decoder rows: the output
+# $y_t$ each position writes (as in every picture here); its keys: what it reads, `<s>`, $y_1$, ...
 
 # %% jupyter={"source_hidden": true}
 lecture.three_attentions(transformer, "3 May 1979")
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Left: the encoder's tokens attend to each other (no mask: every token sees the whole date).
-# Middle: the decoder's masked self-attention, the causal triangle: the query at input y_{t-1}
-# sees the inputs <s>, y_1..y_{t-1} only, never y_t, the output it is about to write. Right:
-# cross-attention; the query at input y_{t-1} writes y_t: the row of <s> writes the first year
-# digit and looks at the year.
+# Middle: the decoder's masked self-attention, the causal triangle: the row that writes y_t
+# reads the inputs <s>, y_1..y_{t-1} only, never y_t itself. Right: cross-attention; the row of
+# the first year digit (the position that reads <s>) looks at the year. Rows are labelled by the
+# output written, as in the DecodeStepper and the real-language heatmaps.
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### Backup: self-attention on real words, one head at a time
+
+# %% jupyter={"source_hidden": true}
+transformer_de, verb = attnlab.load("transformer-en-de"), language["verb_final"]
+lecture.self_attention_heads(transformer_fr, "Create new cell at the current line", heads=[0, 1])
+
+# %% [markdown] slideshow={"slide_type": "fragment"}
+# Over the test split head 2 parks on `<eos>` 26% of the time (chance 11%); backup: the 4 heads.
+
+# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
+# Say:
+# - What does each head seem to do? (Ask the room first.)
+# - Head 2 sends most queries to <eos>: a head with nothing to do parks its weight there (Clark et al. 2019 found it in BERT).
+# - Measured over the test split, the other heads only lean (13-18% against 7-9% by chance): reading a job off one picture would overstate it.
+# If asked:
+# - Two of the four heads of the first encoder layer of transformer-en-fr on the test-split string "Create new cell at the current line" (four side by side leave no room for 8 labels each): each query row sums to 1. Heads 3 and 4 lean to the previous (14%) and the first token (13%).
+
+# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
+# - That is the honest, measured answer to "what do the heads do" at this size; cleanly "syntactic" heads are reported for far larger models (Clark et al. 2019 on BERT; Voita et al. 2019 on translation encoders).
+# - One role does stand out in the EN->FR Transformer (results/language.json): head 2 of its first encoder layer puts its strongest weight on <eos> 26% of the time (chance 11%), the no-op behaviour Clark et al. found in BERT, whose heads park their weight on [SEP] when they have nothing to do.
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Backup: how the 4 heads split the work

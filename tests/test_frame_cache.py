@@ -48,7 +48,9 @@ def deck_pictures() -> list[bytes]:
         lecture.causal_demo(),
         lecture.three_attentions(transformer, "3 May 1979"),
         lecture.alignment_failure(attnlab.load("rnnsearch-reverse-30"), length=45, seed=0),
-        lecture.held_out_example(attnlab.load("rnnsearch-en-fr"), language["word_order"]),
+        lecture.held_out_example(
+            attnlab.load("rnnsearch-en-fr"), language["word_order"], lines=True
+        ),
         lecture.alpha_and_occlusion(
             language["alpha_vs_occlusion"]["example"],
             language["alpha_vs_occlusion"]["agreement"],

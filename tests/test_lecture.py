@@ -259,14 +259,15 @@ def test_pictures_are_no_wider_than_the_slides_output_area(three, heads):
 
 
 # ----------------------------------------------------------------------------- new slides
-def test_three_attentions_label_the_decoder_with_its_shifted_right_inputs(transformer, three):
+def test_three_attentions_label_decoder_rows_by_the_output_they_write(transformer, three):
     weights = transformer.attention_weights("30 June 2001")
     out = weights["output_tokens"]  # y_1 .. y_m, <eos>
-    ax_decoder = three.fig.axes[1]
+    ax_decoder, ax_cross = three.fig.axes[1], three.fig.axes[2]
     keys = [t.get_text() for t in ax_decoder.get_xticklabels()]
-    queries = [t.get_text() for t in ax_decoder.get_yticklabels()]
-    assert keys == queries == ["<s>", *out[:-1]]  # never the output a query is about to write
-    assert "<eos>" not in keys
+    assert keys == ["<s>", *out[:-1]]  # what each position reads: the outputs shifted right
+    assert "<eos>" not in keys  # never the output a query is about to write
+    for ax in (ax_decoder, ax_cross):  # rows: the output written, as in every other picture
+        assert [t.get_text() for t in ax.get_yticklabels()] == list(out)
 
 
 def test_graph_depth_counts_the_longest_chain_not_the_number_of_operations():
@@ -461,6 +462,22 @@ def test_held_out_example_decodes_the_stored_test_string_again(language):
     assert title.startswith("test split") and ("= reference" in title) == picture.data["right"]
     np.testing.assert_allclose(picture.data["alpha"].sum(-1), 1.0, atol=1e-4)
     assert _smallest_px(picture) >= typography.MIN_TEXT_PX
+
+
+def test_held_out_example_draws_a_line_for_each_weight_above_the_threshold(language):
+    model = attnlab.load("rnnsearch-en-fr")
+    picture = lecture.held_out_example(model, language["word_order"], lines=True)
+    heat, side = picture.fig.axes[0], picture.fig.axes[1]
+    alpha = picture.data["alpha"]
+    assert len(side.lines) == int((alpha >= 0.2).sum()) > 0
+    widths = sorted(line.get_linewidth() for line in side.lines)
+    np.testing.assert_allclose(widths, sorted(1 + 9 * alpha[alpha >= 0.2]), rtol=1e-6)
+    words = [t.get_text() for t in side.texts]
+    assert "disponibles" in words and "available" in words
+    assert heat.get_title().startswith("test split")
+    assert _smallest_px(picture) >= typography.MIN_TEXT_PX
+    plain = lecture.held_out_example(model, language["word_order"]).fig.axes
+    assert not any(ax.lines for ax in plain)
 
 
 def test_held_out_example_can_show_one_head(language):

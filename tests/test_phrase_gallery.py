@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import html
+import io
+
 import pytest
+from PIL import Image
 
 from attnlab.decode import decode
-from attnlab.lecture import PREPARED_PHRASES
+from attnlab.lecture import OUTPUT_AREA_PX, PREPARED_PHRASES
 from attnlab.text import seen
 from attnlab.text.corpus import load_corpus
+from attnlab.text.vocab import tokenize
 from attnlab.widgets import PhraseGallery
 
 
@@ -45,6 +50,35 @@ def test_the_dropdown_picks_each_phrases_own_picture_in_the_browser(gallery):
     assert len(set(pictures)) == len(PREPARED_PHRASES), "two phrases share one picture"
 
 
+def test_the_column_beside_the_picture_says_what_the_chosen_phrase_became(gallery):
+    """The English, the model's translation and the seen line, at 22 px, beside the picture:
+    picked by the Dropdown in the browser like the picture, so they never disagree."""
+    assert gallery.children[-1].children == (gallery.grid.root, gallery.column)
+    pairs = {(link.source, link.target) for link in gallery.links}
+    assert ((gallery.phrase, "index"), (gallery.words.root, "selected_index")) in pairs
+    columns = []
+    for i, (text, _) in enumerate(PREPARED_PHRASES):
+        gallery.phrase.index = i
+        gallery.grid.select()  # what the jslinks do in the browser
+        gallery.words.select()
+        assert gallery.words.shown() == gallery.grid.shown() == (i,)
+        said = html.unescape(gallery.words.frame((i,)).view.value)
+        data = gallery.frame.data
+        assert f"'{text}'" in said and f"'{data['translation']}'" in said
+        assert data["seen"] and data["seen"] in said and "font-size:22px" in said
+        columns.append(said)
+    assert len(set(columns)) == len(PREPARED_PHRASES)
+
+
+def test_the_picture_and_its_column_fit_the_slide_side_by_side(gallery):
+    widths = {Image.open(io.BytesIO(bytes(gallery.grid.frame((i,)).view.value))).width
+              for i in range(len(PREPARED_PHRASES))}  # fmt: skip
+    column = float(gallery.column.layout.min_width.removesuffix("px"))
+    margin = float(gallery.column.layout.margin.split()[3].removesuffix("px"))
+    assert max(widths) + margin + column <= OUTPUT_AREA_PX, widths
+    assert float(gallery.phrase.layout.width.removesuffix("px")) <= OUTPUT_AREA_PX
+
+
 def test_each_frame_holds_the_decoding_it_draws(gallery):
     gallery.phrase.index = 0
     alpha = gallery.frame.data["alpha"]  # (T, n): rows sum to 1 (mean of softmax rows)
@@ -70,7 +104,12 @@ def test_the_subword_slide_shows_held_out_strings_in_the_models_pieces():
     assert any("##" in row[1] for row in table.rows), "no word cut into pieces"
     assert all(row[2] and row[3] for row in table.rows), "an empty translation"
     model = load("transformer-en-fr")
+    references = dict(load_corpus("fr")["unseen"])
     for text, _, greedy, beam in table.rows:
-        assert greedy == decode(model, text).text and beam == decode(model, text, beam=4).text
+        for shown, decoded in ((greedy, decode(model, text)), (beam, decode(model, text, beam=4))):
+            mark, output = shown.split(" ", 1)
+            assert output == decoded.text
+            right = tokenize(output, lower=False) == tokenize(references[text], lower=False)
+            assert mark == ("✓" if right else "✗"), (text, shown)  # a wrong row is marked wrong
     # the slide's notes: beam search rights a rare word's pieces that greedy decoding garbles
-    assert any(greedy != beam for _, _, greedy, beam in table.rows)
+    assert any(g.startswith("✗") and b.startswith("✓") for _, _, g, b in table.rows)

@@ -44,6 +44,7 @@ from attnlab.lecture.measurements import (
     time_rnn_vs_attention,
     write_measurements,
 )
+from attnlab.lecture.qkv_pictures import query_row, query_row_picture
 from attnlab.lecture.reversal import alignment_failure, reverse_demo
 from attnlab.lecture.tables import (
     head_roles_table,
@@ -72,6 +73,8 @@ __all__ = [
     "Table",
     "alignment_failure",
     "PREPARED_PHRASES",
+    "query_row",
+    "query_row_picture",
     "SUBWORD_PHRASES",
     "alpha_and_occlusion",
     "causal_demo",

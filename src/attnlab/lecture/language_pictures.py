@@ -6,9 +6,10 @@ from __future__ import annotations
 import numpy as np
 
 from attnlab.decode import decode
-from attnlab.lecture.display import CELL_PX, MAX_WIDTH_PX, Picture, Table
+from attnlab.lecture.display import CELL_PX, MAX_WIDTH_PX, OUTPUT_AREA_PX, Picture, Table
 from attnlab.pictures import canvas, heatmaps
 from attnlab.pictures.typography import CHAR_WIDTH, TYPE
+from attnlab.text.corpus import load_corpus
 from attnlab.text.vocab import tokenize
 
 __all__ = [
@@ -33,11 +34,15 @@ PREPARED_PHRASES = [
 ]
 
 
-def _sized_heatmaps(x_labels, y_labels, panels: int = 1, max_height: float = 520, title=""):
+def _sized_heatmaps(
+    x_labels, y_labels, panels: int = 1, max_height: float = 520, title="", side_px: float = 0
+):
     """A slide figure with ``panels`` heatmaps side by side, each big enough for every label.
 
     Cells at least :data:`CELL_PX` square (and as much as ``heatmaps.heatmap_room`` asks), plus
     room for the longest labels (x labels turned upright), the titles and one colorbar.
+    ``side_px`` > 0 adds one more axes that wide on the right (the figure may then be as wide
+    as the slide's output area): the last of the returned axes.
     """
     room_w, room_h = heatmaps.heatmap_room(x_labels, y_labels)  # px at the shown size
     label_px = CHAR_WIDTH * TYPE.tick  # about one character of a tick label
@@ -49,9 +54,42 @@ def _sized_heatmaps(x_labels, y_labels, panels: int = 1, max_height: float = 520
     width = panels * cols_px + y_room + 90 + 30 * (panels - 1)
     width = min(MAX_WIDTH_PX, max(width, title_px + y_room + 90))
     height = min(max_height, rows_px + x_room + 2.5 * TYPE.title)
-    fig, sizes = canvas.slide_figure(width, height)
-    axes = fig.subplots(1, panels, squeeze=False)[0]
-    return fig, sizes, axes
+    if not side_px:
+        fig, sizes = canvas.slide_figure(width, height)
+        return fig, sizes, fig.subplots(1, panels, squeeze=False)[0]
+    total = min(OUTPUT_AREA_PX, width + side_px)
+    fig, sizes = canvas.slide_figure(total, height)
+    ratios = [width / panels] * panels + [total - width]
+    return fig, sizes, fig.subplots(1, panels + 1, squeeze=False, width_ratios=ratios)[0]
+
+
+def _alignment_lines(ax, alpha, x_labels, y_labels, sizes, least: float = 0.2) -> None:
+    """Bahdanau's alignment the way a textbook draws it: the source words in a column on the
+    left, the output words on the right, a line for each weight alpha_{t,i} >= ``least``, as
+    thick as the weight: where the order changes, the lines cross."""
+    n, T = len(x_labels), len(y_labels)
+    top = max(n, T) - 1
+
+    def place(k: int, count: int) -> float:  # rows from the top, centred on the longer column
+        return top - k - (top - (count - 1)) / 2
+
+    for t in range(T):
+        for i in range(n):
+            if alpha[t, i] >= least:
+                ax.plot(
+                    [0, 1], [place(i, n), place(t, T)], color="#0b5394", alpha=0.35 + 0.65 * alpha[t, i],
+                    lw=1 + 9 * alpha[t, i], solid_capstyle="round",
+                )  # fmt: skip
+    for i, word in enumerate(x_labels):
+        ax.text(-0.04, place(i, n), word, ha="right", va="center", fontsize=sizes.tick)
+    for t, word in enumerate(y_labels):
+        ax.text(1.04, place(t, T), word, ha="left", va="center", fontsize=sizes.tick)
+    ax.set_xlim(-0.02, 1.02)
+    ax.set_ylim(-0.6, top + 0.6)
+    ax.set_title(
+        rf"a line per $\alpha_{{t,i}} \geq {least:g}$, as thick as it", fontsize=sizes.title
+    )
+    ax.axis("off")
 
 
 def self_attention_heads(model, text: str, layer: int = 0, heads=None) -> Picture:
@@ -83,13 +121,16 @@ def self_attention_heads(model, text: str, layer: int = 0, heads=None) -> Pictur
                    code=(__name__,))  # fmt: skip
 
 
-def held_out_example(model, example: dict, what: str = "", layer: int | None = None, head=None):
+def held_out_example(
+    model, example: dict, what: str = "", layer: int | None = None, head=None, lines=False
+):
     """A stored test-split example (:mod:`attnlab.experiments.language`), decoded live again.
 
     The picture is ``model``'s alpha on the example's English (the cross-attention of
     ``layer``, mean over the heads or ``head``); its title names the test split (the held-out
     packages are another split) and says whether the live output equals the reference, word
-    for word (``what`` goes in front).
+    for word (``what`` goes in front).  ``lines``: the same weights beside it as alignment
+    lines between the two columns of words (:func:`_alignment_lines`).
     """
     result = decode(model, example["source"])
     right = tokenize(result.text) == tokenize(example["reference"])
@@ -101,13 +142,19 @@ def held_out_example(model, example: dict, what: str = "", layer: int | None = N
     alpha = alpha.mean(axis=0) if head is None else alpha[head]  # (T, n)
     x, y = result.source_tokens, result.output_tokens
 
+    x_shown, y_shown = heatmaps.tick_labels(x), heatmaps.tick_labels(y)
+    longest = CHAR_WIDTH * TYPE.tick * max(map(len, x_shown + y_shown))
+    side = 2 * longest + 260 if lines else 0  # two columns of words and the lines between
+
     def draw():
         # at most 430 px high: the slide keeps a line of text below it
-        fig, sizes, (ax,) = _sized_heatmaps(x, y, max_height=430, title=title)
+        fig, sizes, axes = _sized_heatmaps(x, y, max_height=430, title=title, side_px=side)
         heatmaps.still_heatmap(
-            ax, alpha, x, y, title=title, xlabel="English (source i)", ylabel="output t",
+            axes[0], alpha, x, y, title=title, xlabel="English (source i)", ylabel="output t",
             sizes=sizes,
         )  # fmt: skip
+        if lines:
+            _alignment_lines(axes[1], alpha, x_shown, y_shown, sizes)
         return fig
 
     summary = (
@@ -115,7 +162,7 @@ def held_out_example(model, example: dict, what: str = "", layer: int | None = N
         f"{example['reference']!r} ({'the same words' if right else 'different'})"
     )
     return Picture(draw, summary, {"alpha": alpha, "output": result.text, "right": right},
-                   name="held_out_example", inputs=[alpha, list(x), list(y), title],
+                   name="held_out_example", inputs=[alpha, list(x), list(y), title, lines],
                    code=(__name__,))  # fmt: skip
 
 
@@ -160,24 +207,42 @@ def alpha_and_occlusion(example: dict, agreement: float, chance: float) -> Pictu
 #: two that beam search writes right where greedy decoding does not, one that neither does.
 SUBWORD_PHRASES = [
     "Participant number",
-    "Can create motions",
     "Available Reports",
     "Follow recommendations for all motions",
 ]
 
 
-def subword_table(model, texts: list[str] = SUBWORD_PHRASES, beam: int = 4) -> Table:
+def _marked(output: str, reference: str | None) -> str:
+    """``output`` with ✓ when it is ``reference`` word for word, ✗ when not (as it is when
+    there is no reference to compare with)."""
+    if reference is None:
+        return output
+    same = tokenize(output, lower=False) == tokenize(reference, lower=False)
+    return f"{'✓' if same else '✗'} {output}"
+
+
+def subword_table(model, texts: list[str] = SUBWORD_PHRASES, beam: int = 4, references=None):
     """Each text as the model reads it (its subword pieces, "##" a piece inside a word) and what
-    it writes, greedily and with beam search of width ``beam``."""
+    it writes, greedily and with beam search of width ``beam``, each output marked ✓ when it is
+    the reference word for word and ✗ when not.  ``references`` (English -> reference): by
+    default the held-out packages' strings of the model's target language."""
+    if references is None:
+        task = (getattr(model, "card", None) or {}).get("task", "")  # "en-fr", "en-de"
+        if not task.startswith("en-"):
+            raise ValueError(f"subword_table needs a translation model; got task {task!r}")
+        references = dict(load_corpus(task[3:])["unseen"])
     rows = []
     for text in texts:
         d = decode(model, text)
         pieces = heatmaps.tick_labels(d.source_tokens[:-1], True)  # without <eos>
         beamed = decode(model, text, beam=beam)
-        rows.append([text, " ".join(pieces), d.text, beamed.text])
+        reference = references.get(text)
+        rows.append(
+            [text, " ".join(pieces), _marked(d.text, reference), _marked(beamed.text, reference)]
+        )
     return Table(
         ["English (held out)", "the pieces it reads", "greedy", f"beam {beam}"],
         rows,
-        caption="SentencePiece BPE: 4,000 pieces for both sides, learned from the training split",
-        first_width=30,
+        caption="SentencePiece BPE, 4,000 pieces; ✓: the reference word for word",
+        first_width=26,
     )

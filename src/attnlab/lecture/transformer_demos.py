@@ -71,24 +71,26 @@ def _mean_heads(w: np.ndarray) -> np.ndarray:
 def three_attentions(model, text: str, layer: int = -1) -> Picture:
     """The Transformer's three attentions on ``text``, side by side (mean over the heads).
 
-    Encoder self-attention (source x source), masked decoder self-attention (decoder input x
-    decoder input: the causal triangle) and cross-attention (decoder input x source), of
-    ``layer``.  The decoder's queries and keys are its inputs, the outputs shifted right
-    (``<s>``, y_1, y_2, ...): the query at ``<s>`` writes y_1, the one at y_1 writes y_2.
+    Encoder self-attention (source x source), masked decoder self-attention (the causal
+    triangle) and cross-attention, of ``layer``.  The decoder's rows are labelled as in every
+    picture of the deck, by the output token y_t that position writes; the masked panel's
+    columns (its keys) by what each position reads, the outputs shifted right (``<s>``, y_1,
+    ...): the position that reads ``<s>`` writes y_1.
     """
     w = model.attention_weights(text)
     src, out = w["source_tokens"], w["output_tokens"]
     inputs = ["<s>", *out[:-1]]  # the decoder reads its outputs shifted right: <s>, y_1, ...
     panels = [
         ("encoder self", _mean_heads(w["encoder_self"][layer]), src, src),
-        ("masked decoder self", _mean_heads(w["decoder_self"][layer]), inputs, inputs),
-        ("cross (decoder -> encoder)", _mean_heads(w["cross"][layer]), src, inputs),
+        ("masked decoder self", _mean_heads(w["decoder_self"][layer]), inputs, out),
+        ("cross (decoder -> encoder)", _mean_heads(w["cross"][layer]), src, out),
     ]
 
     def draw():
         fig, sizes = canvas.slide_figure(1140, 500)  # three panels of 22 px labels
         axes = fig.subplots(1, 3, width_ratios=[len(src), len(out) + 2, len(src) + 3])
-        labels = [("source", "source"), ("decoder input", "decoder input"), ("source", "")]
+        labels = [("source", "source"), ("decoder input (read)", r"output $y_t$ (written)"),
+                  ("source", "")]  # fmt: skip
         for k, (ax, (title, values, x, y)) in enumerate(zip(axes, panels, strict=True)):
             xlabel, ylabel = labels[k]
             heatmaps.still_heatmap(

@@ -176,7 +176,7 @@ def seq2seq_attention() -> Figure:
             ax,
             (start[0] + 0.3 * dx, start[1] + 0.3 * dy),
             label,
-            fontsize=16,
+            fontsize=18,
             color=C["vermillion"],
             bbox={"boxstyle": "round,pad=0.12", "fc": "white", "ec": "none", "alpha": 0.92},
         )
@@ -201,7 +201,7 @@ def seq2seq_attention() -> Figure:
         ax,
         (s_prev.x - 0.25, 6.05),
         "weights from\n" r"score$(s_{t-1}, h_i)$",
-        fontsize=16,
+        fontsize=18,
         ha="right",
         color="#555555",
     )
@@ -241,5 +241,5 @@ def seq2seq_attention() -> Figure:
     for formula, note, y, dx in lines:
         text(ax, (x0, y), formula, fontsize=20, ha="left")
         where = (x0 + 0.1, y - 0.95) if dx is None else (x0 + dx, y)
-        text(ax, where, note, fontsize=16, ha="left", color="#555555")
+        text(ax, where, note, fontsize=18, ha="left", color="#555555")
     return fig
