@@ -15,6 +15,7 @@ benchmarks/widgets.py, not here.
 from __future__ import annotations
 
 import base64
+import html
 import io
 import json
 import re
@@ -31,6 +32,7 @@ import attnlab
 from attnlab.attention import causal_mask, dot_score, masked_softmax, scaled_dot_score
 from attnlab.decode import decode
 from attnlab.experiments import path_lengths as paths
+from attnlab.lecture import OUTPUT_AREA_PX
 from attnlab.models import catalogue
 from attnlab.models.rnn import RNNConfig, RNNSearch
 from attnlab.models.threads import torch_threads
@@ -45,12 +47,14 @@ from attnlab.widgets import (
     PathLengthExplorer,
     ScaledDotExplorer,
     ScoreLab,
+    decode_frames,
     decode_stepper,
     head_view,
     path_length,
     scaled_dot,
     score_lab,
 )
+from attnlab.widgets._base import TEXT_PX
 from attnlab.widgets.scaled_dot import (
     CAUSAL,
     D_K_CHOICES,
@@ -273,6 +277,66 @@ def test_stepper_frames_one_png_per_step_linked_in_the_browser(stepper):
     stepper.play_button.value = 4  # the browser plays: Play -> slider -> frame
     assert bytes(browser_frame(stepper, stepper.grid).view.value) == frames[3]
     assert stepper.t == 4
+
+
+def test_stepper_writes_each_steps_words_beside_its_picture_linked_in_the_browser(
+    stepper, rnnsearch
+):
+    stepper.text.value = "3 May 1979"
+    d = decode(rnnsearch, "3 May 1979")
+    pairs = {(link.source, link.target) for link in stepper.links}
+    assert ((stepper.slider, "value"), (stepper.words.root, "selected_index")) in pairs
+    assert stepper.words.root in stepper.column.children  # the column right of the picture
+    assert stepper.children[-1].children == (stepper.frames, stepper.column)
+    for t in range(1, len(d) + 1):
+        stepper.slider.value = t
+        frame = browser_frame(stepper, stepper.grid)
+        shown = stepper.words.frame(stepper.words.shown())  # the words the browser shows
+        assert shown is stepper.words.frame() and shown.index == frame.index == (t,)
+        said = html.unescape(re.sub(r"<[^>]+>", " ", shown.view.value))
+        sub = str(t).translate(SUB)
+        assert f"step t = {t}" in said and f"y{sub} =  '{d.output_tokens[t - 1]}'" in said
+        assert f"p = {float(d.probs[t - 1]):.2f}" in said
+        assert f"query s{str(t - 1).translate(SUB)}" in said
+        terms = frame.data["context"].split(" = ", 1)[1].split("   (")[0].split(" + ")
+        for term in terms:  # c_t's h_i, as the context line says them, one a line
+            assert term in said, (term, said)
+        assert frame.data["context"].rsplit("(", 1)[1].rstrip(")") in said  # its share of alpha
+        assert "font-size:22px" in shown.view.value
+
+
+def declared_width(widget) -> float:
+    """The px a widget's layout asks for: its width, else its shown children's together."""
+    if widget.layout.display == "none":
+        return 0.0
+    if widget.layout.width:
+        return float(widget.layout.width.removesuffix("px"))
+    return sum(declared_width(c) for c in getattr(widget, "children", ()))
+
+
+def test_stepper_picture_and_its_column_fit_the_slide_side_by_side():
+    for w in (
+        DecodeStepper(),
+        DecodeStepper("transformer-en-fr", text="Show previous version in browser"),
+    ):
+        width = Image.open(io.BytesIO(w.png())).width
+        column = float(w.column.layout.min_width.removesuffix("px"))
+        margin = float(w.column.layout.margin.split()[3].removesuffix("px"))
+        assert width + margin + column <= OUTPUT_AREA_PX, (w.model_chooser.value, width)
+        assert width >= decode_frames.WIDTH_PX  # two thirds of the slide: the column the rest
+        for row in w.children[:2]:  # the controls: one row each, within the output area
+            assert declared_width(row) <= OUTPUT_AREA_PX, [c.layout.width for c in row.children]
+
+
+def test_stepper_title_stays_inside_its_picture():
+    """A title longer than the heatmap is wide makes the picture wider, never runs off it."""
+    renderer = decode_frames.DecodeFrames()
+    title = "transformer-en-fr cross-attention, layer 2 (last), mean of 4 heads, and more words"
+    renderer.frames(np.full((2, 3), 1 / 3), ["a", "b", "<eos>"], ["x", "<eos>"], title)
+    fig = renderer.fig
+    box = renderer.heatmap.ax.title.get_window_extent(fig.canvas.get_renderer())
+    assert 0 <= box.x0 and box.x1 <= fig.bbox.x1, (box, fig.bbox)
+    assert renderer.width_px > decode_frames.WIDTH_PX
 
 
 def test_stepper_play_does_not_block(stepper):
@@ -871,12 +935,13 @@ def test_pre_rendered_frames_stay_small(stepper, explorer, lab, path_explorer):
         assert 0 < size <= budget, (type(widget).__name__, size)
 
 
-def test_readouts_and_tables_are_set_at_the_lectures_table_size(stepper, path_explorer):
+def test_readouts_and_tables_are_set_at_the_widgets_text_size(stepper, path_explorer):
     stepper.text.value = "3 Mai 1979 ½"  # a message too
     texts = [stepper.info.value, stepper.message_box.value, path_explorer.table.value]
+    texts += [stepper.words.frame((t,)).view.value for t in range(1, stepper.words.sizes[0])]
     for text in texts:
         sizes = [float(px) for px in re.findall(r"font-size:\s*([\d.]+)px", text)]
-        assert sizes and min(sizes) >= typography.MIN_TEXT_PX, text[:80]
+        assert sizes and min(sizes) >= TEXT_PX >= 22, text[:80]
     stepper.text.value = "3 May 1979"
 
 
@@ -915,6 +980,13 @@ def test_head_view_offers_the_installed_transformers_and_reads_a_phrase(word_mod
     assert w.message == ""
     rnn = HeadView(word_model)  # a model without heads: said inside the widget
     assert "no attention heads" in rnn.message
+
+
+def test_head_view_controls_and_picture_fit_the_slide():
+    w = HeadView("transformer-en-fr", "Show previous version in browser")
+    assert w.seen_box in w.children[0].children and w.seen.kind == "new"
+    assert declared_width(w.children[0]) + 12 <= OUTPUT_AREA_PX  # model, text, seen line
+    assert Image.open(io.BytesIO(w.png())).width <= head_view.WIDTH_PX < OUTPUT_AREA_PX
 
 
 def test_head_view_reads_words_and_shows_unknown_ones():

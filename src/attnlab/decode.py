@@ -73,6 +73,7 @@ __all__ = [
     "Step",
     "allowed_tokens",
     "beam_search",
+    "search_steps",
     "check_beam",
     "check_text",
     "decode",
@@ -422,11 +423,25 @@ def beam_search(model: Seq2Seq, src: Tensor, k: int) -> list[int]:
     ``model.max_tgt_len`` tokens.  With k = 1 this is exactly greedy decoding.  The best
     finished hypothesis wins.  (Public through ``model.translate(text, beam=k)``.)
     """
+    finished: list[tuple[float, list[int]]] = []
+    for _ in search_steps(model, src, k, finished):
+        pass
+    return max(finished, key=lambda f: f[0])[1]
+
+
+def search_steps(
+    model: Seq2Seq, src: Tensor, k: int, finished: list[tuple[float, list[int]]]
+) -> Iterator[tuple[_Beams, Tensor]]:
+    """The search of :func:`beam_search`, one step at a time (pictures trace it).
+
+    Yields, before each step chooses its k best continuations, the live beams and the
+    log-probabilities of every next piece after each, (b, V); each output that ends, as
+    (total log p, ids without <eos>), is appended to ``finished``.
+    """
     check_beam(k)
     if src.dim() != 2 or src.shape[0] != 1:
         raise ValueError(f"beam_search decodes one source (1, n); got {tuple(src.shape)}")
     allowed, rule = allowed_tokens(model.tgt_vocab), RepeatRule(model.tgt_vocab)
-    finished: list[tuple[float, list[int]]] = []
     with _evaluating(model):
         state = model.start(src, source_lengths(src, model.src_vocab.pad))
         beams = _Beams(torch.tensor([model.tgt_vocab.sos]), torch.zeros(1), [[]])
@@ -435,6 +450,7 @@ def beam_search(model: Seq2Seq, src: Tensor, k: int) -> list[int]:
             step = model.step(state, beams.y)
             may = allowed & ~rule.banned(counts)  # (b, V)
             logp = torch.log_softmax(_masked(step.logits, may), dim=-1)  # (b, V)
+            yield beams, logp
             beams, keep = _extend(beams, logp, k, model.tgt_vocab.eos, finished)
             if beams is None:
                 break
@@ -442,7 +458,6 @@ def beam_search(model: Seq2Seq, src: Tensor, k: int) -> list[int]:
             counts = rule.written(counts[keep], beams.y)
         else:  # out of length: the live beams end here
             finished.extend(zip(beams.scores.tolist(), beams.seqs, strict=True))
-    return max(finished, key=lambda f: f[0])[1]
 
 
 def _extend(

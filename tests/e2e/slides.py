@@ -14,8 +14,8 @@ On every slide and fragment step the walk
   of everything inside them) in the present slide must end inside the 1280x720 screen,
 * looks for test scaffolding (``# NBVAL_IGNORE_OUTPUT`` and the like) in the shown text,
 * measures the type: the computed font-size of every shown text of every cell (markdown
-  >= 24 px, code inputs >= 24 px, text outputs >= 20 px, anything else a cell shows, widgets
-  included, >= 18 px), and of
+  >= 24 px, code inputs >= 24 px, text outputs >= 20 px, a widget's labels, buttons, menus,
+  boxes, readouts and HTML lines >= 22 px, anything else a cell shows >= 18 px), and of
   every shown picture: the smallest text it draws (its PNG's record, or its figure in
   :mod:`attnlab.pictures.figures`) times the width the browser shows it at over its own width, and
   every key and query of each heatmap in it labelled (up to 40 tokens),
@@ -80,8 +80,11 @@ SCAFFOLDING = re.compile(
 )
 
 # The readable type at 1280x720, in CSS px as the browser computes them.
-# Code: a cell's input; output: its text outputs and the library's source listings.
+# Code: a cell's input; output: its text outputs and the library's source listings; widget:
+# every text of an ipywidget (what the lecturer points at; notebooks/rise.css); text: anything
+# else a cell shows, and a picture's smallest text as shown.
 MIN_MARKDOWN_PX, MIN_CODE_PX, MIN_OUTPUT_PX, MIN_TEXT_PX = 24.0, 24.0, 20.0, 18.0
+MIN_WIDGET_PX = 22.0
 MIN_LABEL_PX = 22.0  # a picture's tick and axis labels (attnlab.pictures.typography)
 MAX_LABELLED_TOKENS = 40  # heatmaps up to this many keys or queries label every one
 
@@ -331,9 +334,10 @@ FIT_JS = f"""
 
 # The type of the present slide: every shown text of its cells (speaker notes and formulas
 # left out), as the browser computes it, below the minimum for its kind: code (cell inputs,
-# text outputs, the library's source, a code block in markdown), markdown, or anything else a
-# cell shows (HTML tables, widgets: labels, readouts, buttons, boxes); code is a cell's input,
-# output its text outputs and the library's source.  One entry per kind and size, with an example.
+# text outputs, the library's source, a code block in markdown), markdown, widget (every text
+# of an ipywidget: labels, readouts, buttons, menus, boxes, its HTML lines and tables), or
+# anything else a cell shows (HTML tables); code is a cell's input, output its text outputs
+# and the library's source.  One entry per kind and size, with an example.
 TYPE_JS = f"""
 (mins) => {{
   const p = {_SLIDE};
@@ -354,7 +358,8 @@ TYPE_JS = f"""
       const box = el.getBoundingClientRect();
       if (box.width === 0 || box.height === 0 || !shown(el)) continue;
       const kind = el.closest(code) ? 'code' : el.closest(output) ? 'output'
-        : el.closest('.jp-RenderedMarkdown') ? 'markdown' : 'other';
+        : el.closest('.jp-RenderedMarkdown') ? 'markdown'
+        : el.closest('.jupyter-widgets') ? 'widget' : 'other';
       const size = parseFloat(getComputedStyle(el).fontSize);
       if (size + 0.01 >= mins[kind]) continue;
       const key = kind + ' ' + size;
@@ -1055,6 +1060,7 @@ def check_type(page, walk: Walk, state: dict, where: str) -> None:
         "markdown": MIN_MARKDOWN_PX,
         "code": MIN_CODE_PX,
         "output": MIN_OUTPUT_PX,
+        "widget": MIN_WIDGET_PX,
         "other": MIN_TEXT_PX,
     }
     for t in page.evaluate(TYPE_JS, mins):

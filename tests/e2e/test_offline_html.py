@@ -13,7 +13,8 @@ request that is not file:// blocked, and one walk through it (slides.walk) serve
   every widget, moved with the mouse, changes the widget's picture with no kernel
   (pre-rendered frames linked in the browser);
 * ``test_offline_html_reads_from_the_back``: the type sizes measured in the browser (markdown
-  >= 24 px, code inputs >= 24 px, text outputs >= 20 px, other text >= 18 px) and every
+  >= 24 px, code inputs >= 24 px, text outputs >= 20 px, widgets' text >= 22 px, other text
+  >= 18 px) and every
   picture's text >= 18 px as shown,
   every heatmap labelled (also written to artifacts/slides/<deck>-html/readability.txt);
 * ``test_offline_html_shows_no_scaffolding``: no test marker shows.
@@ -192,7 +193,8 @@ def test_offline_sliders_change_the_picture(offline):
 
 
 def test_offline_html_reads_from_the_back(offline):
-    """Markdown >= 24 px, code inputs >= 24 px, text outputs >= 20 px, other text >= 18 px,
+    """Markdown >= 24 px, code inputs >= 24 px, text outputs >= 20 px, widgets' text >= 22 px,
+    other text >= 18 px,
     pictures' text >= 18 px as shown
     and every heatmap key and query labelled, on every slide and fragment of the export."""
     deck, walk, _ = offline

@@ -12,8 +12,8 @@ into artifacts/slides/<deck>/.  One walk per deck serves three tests:
   right edge, on any slide or fragment step (all overflows in one message, also written to
   artifacts/slides/<deck>/overflow.txt);
 * ``test_slideshow_reads_from_the_back``: the computed font-size of every shown text (markdown
-  >= 24 px, code inputs >= 24 px, text outputs >= 20 px, anything else, widgets included,
-  >= 18 px), every picture's smallest
+  >= 24 px, code inputs >= 24 px, text outputs >= 20 px, widgets' text >= 22 px, anything
+  else >= 18 px), every picture's smallest
   text >= 18 px at the width it is shown, every heatmap's keys and queries labelled
   (artifacts/slides/<deck>/readability.txt);
 * ``test_slideshow_shows_no_scaffolding``: no test marker (``# NBVAL_IGNORE_OUTPUT``...) shows.
@@ -270,8 +270,8 @@ def test_slideshow_fits(slideshow):
 
 
 def test_slideshow_reads_from_the_back(slideshow):
-    """Markdown >= 24 px, code inputs >= 24 px, text outputs >= 20 px, other text (widgets
-    too) >= 18 px, pictures' text
+    """Markdown >= 24 px, code inputs >= 24 px, text outputs >= 20 px, widgets' text >= 22 px,
+    other text >= 18 px, pictures' text
     >= 18 px as shown and every heatmap key and query labelled, on every slide and fragment."""
     deck, walk, _ = slideshow
     problems = slides.readability_problems(walk, deck)

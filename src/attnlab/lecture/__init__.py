@@ -46,6 +46,7 @@ from attnlab.lecture.measurements import (
 )
 from attnlab.lecture.qkv_pictures import query_row, query_row_picture
 from attnlab.lecture.reversal import alignment_failure, reverse_demo
+from attnlab.lecture.search_pictures import BEAM_PHRASE, beam_search_picture, bpe_merges_picture
 from attnlab.lecture.tables import (
     head_roles_table,
     language_table,
@@ -72,7 +73,10 @@ __all__ = [
     "Source",
     "Table",
     "alignment_failure",
+    "BEAM_PHRASE",
     "PREPARED_PHRASES",
+    "beam_search_picture",
+    "bpe_merges_picture",
     "query_row",
     "query_row_picture",
     "SUBWORD_PHRASES",

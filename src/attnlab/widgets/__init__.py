@@ -14,7 +14,10 @@ value of its controls, in Stacks that the controls pick in the browser (``jslink
 :mod:`attnlab.widgets._frames`): a control moves the picture without a kernel round trip,
 and in an exported page without any kernel.  The pictures the deck shows are read from the
 shipped frames (:mod:`attnlab.pictures.frame_cache`, keyed by what each draws); any other
-(a typed date, another model, a student's score) is drawn.  Type sizes come from ``attnlab.pictures.typography.TYPE``.
+(a typed date, another model, a student's score) is drawn.  The pictures' type sizes come
+from ``attnlab.pictures.typography.TYPE``; every other text a widget shows (its controls, in
+notebooks/rise.css, and its HTML lines: the message, the model, seen in training, a step's
+words, tables) is ``attnlab.widgets._base.TEXT_PX`` (22 px) on the slide.
 """
 
 from .decode_stepper import DecodeStepper

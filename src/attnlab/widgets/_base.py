@@ -30,17 +30,21 @@ import ipywidgets as widgets
 from attnlab.decode import check_text
 from attnlab.guard.sandbox import describe
 from attnlab.models import catalogue
-from attnlab.pictures.typography import TYPE
 from attnlab.text import seen
 from attnlab.text.vocab import UNK
 from attnlab.training import checkpoints
 
-__all__ = ["BaseWidget", "ModelWidget", "short", "readable", "unknown_words"]
+__all__ = ["BaseWidget", "ModelWidget", "TEXT_PX", "short", "readable", "unknown_words"]
 
 #: The vocabulary levels of the real-language models: what they read is a phrase of words.
 WORD_LEVELS = ("word", "subword")
 #: Longest message shown to a student; longer ones are cut with an ellipsis.
 MAX_MESSAGE = 160
+#: The size (CSS px) of every text a widget shows beside its pictures: its HTML lines (the
+#: message, the model, seen in training, readouts, tables) here, its controls in
+#: notebooks/rise.css.  The controls are what the lecturer points at: larger than a picture's
+#: smallest text (attnlab.pictures.typography.MIN_TEXT_PX).
+TEXT_PX = 22.0
 
 
 def short(text: str, limit: int = MAX_MESSAGE) -> str:
@@ -49,8 +53,8 @@ def short(text: str, limit: int = MAX_MESSAGE) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def readable(inner: str, px: float = TYPE.table) -> str:
-    """HTML at the lecture's table size (a widget's HTML is 13 px by default: too small)."""
+def readable(inner: str, px: float = TEXT_PX) -> str:
+    """HTML at the widgets' text size (a widget's HTML is 13 px by default: too small)."""
     return f'<div style="font-size:{px:g}px; line-height:1.35">{inner}</div>'
 
 
@@ -159,7 +163,7 @@ class ModelWidget(BaseWidget):
     default_model = catalogue.lecture_model("rnnsearch")
     #: The catalogue's filter for the models the chooser offers.
     offered: dict = {"offered": True}
-    chooser_width = "430px"
+    chooser_width = "470px"  # the longest label at 22 px: "RNNSearch (additive score), dates"
 
     def _choose(self, model, text: object) -> str:
         """Build ``model_chooser`` and ``text`` for ``model`` (a name, a loaded model or None)
@@ -172,14 +176,14 @@ class ModelWidget(BaseWidget):
         name = self._register(model)
         self.model_chooser = widgets.Dropdown(
             options=self._options(name), value=name, description="model",
-            layout={"width": self.chooser_width}, style={"description_width": "60px"},
+            layout={"width": self.chooser_width}, style={"description_width": "70px"},
         )  # fmt: skip
         reads = self._reads(name)
         text = reads.default if text is None else text
         self.text = widgets.Text(
             value=text if isinstance(text, str) else "",  # not text: the box starts empty
             description=reads.box, continuous_update=False, placeholder="type, then Enter",
-            layout={"width": "380px"}, style={"description_width": "70px"},
+            layout={"width": "490px"}, style={"description_width": "80px"},
         )  # fmt: skip
         return name
 

@@ -1,9 +1,12 @@
-r"""The pictures of DecodeStepper: one frame per decoding step, sized for its labels.
+r"""The pictures of DecodeStepper and PhraseGallery: one frame per decoding step.
 
-Step t (1-based) shows rows 1..t of alpha (T, n) with row t boxed, the step's caption above
-the heatmap (the query s_{t-1} for RNNSearch, y_t and its probability) and, for RNNSearch,
-the context vector c_t = sum_i alpha_{t,i} h_i below it, as the few h_i that carry the
-weight.  The static parts are drawn once and each step blitted over them.
+Step t (1-based) shows rows 1..t of alpha (T, n) with row t boxed, under the title; every key
+and query labelled at the lecture's tick size (the picture grows for them) and the title kept
+inside the picture.  The step's words (y_t, its probability, the output so far and, for
+RNNSearch, the context vector c_t = sum_i alpha_{t,i} h_i as the few h_i that carry the
+weight) are not drawn: the widget writes them beside the picture at its text size
+(:func:`step_caption`, :func:`context_line`).  The static parts are drawn once and each step
+blitted over them.
 """
 
 from __future__ import annotations
@@ -11,6 +14,8 @@ from __future__ import annotations
 import functools
 
 import numpy as np
+from matplotlib.backends.backend_agg import RendererAgg
+from matplotlib.font_manager import FontProperties
 
 from attnlab.pictures.canvas import cache_background, png_bytes, restore_background, slide_figure
 from attnlab.pictures.heatmaps import Heatmap, heatmap_room
@@ -18,21 +23,37 @@ from attnlab.pictures.typography import TYPE, literal
 
 from ._base import short
 
-__all__ = ["DecodeFrames", "blank_frame", "context_line", "step_caption", "tail"]
+__all__ = [
+    "DecodeFrames",
+    "blank_frame",
+    "context_line",
+    "context_terms",
+    "step_caption",
+    "tail",
+    "text_px",
+]
 
-WIDTH_PX, HEIGHT_PX = 700, 360  # the smallest picture; larger when its labels need the room
+#: The smallest picture (px, shown at its own size): about two thirds of the slide's width, the
+#: widget's readouts in a column beside it; larger when its labels or its title need the room.
+#: 430 px tall: under two rows of controls (and a two-line code cell) it ends above 720 px.
+WIDTH_PX, HEIGHT_PX = 800, 430
 SUB = str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉")
 
 
-def context_line(alpha: np.ndarray, source_tokens: list[str], t: int, top: int = 3) -> str:
-    """c_t (t 1-based) as the few h_i that carry the weight: "c₃ = 0.81·h₃ ('M') + ..."."""
+def context_terms(alpha: np.ndarray, source_tokens: list[str], top: int = 3):
+    """The few h_i that carry c_t's weight: (["0.81·h₃ ('M')", ...], more left out, their share)."""
     order = np.argsort(-alpha, kind="stable")[:top]
     terms = [
         f"{alpha[i]:.2f}·h{str(i + 1).translate(SUB)} ('{short(source_tokens[i], 14)}')"
         for i in order
     ]
-    rest = " + …" if len(alpha) > top else ""
-    share = float(alpha[order].sum())
+    return terms, len(alpha) > top, float(alpha[order].sum())
+
+
+def context_line(alpha: np.ndarray, source_tokens: list[str], t: int, top: int = 3) -> str:
+    """c_t (t 1-based) as the few h_i that carry the weight: "c₃ = 0.81·h₃ ('M') + ..."."""
+    terms, more, share = context_terms(alpha, source_tokens, top)
+    rest = " + …" if more else ""
     return f"c{str(t).translate(SUB)} = {' + '.join(terms)}{rest}   ({100 * share:.0f}% of α)"
 
 
@@ -41,6 +62,19 @@ def step_caption(t: int, token: str, p: float, so_far: str, query: bool) -> str:
     sub = str(t).translate(SUB)
     asked = f"query s{str(t - 1).translate(SUB)},  " if query else ""
     return f"t = {t}:  {asked}y{sub} = '{short(token, 16)}' (p = {p:.2f});  so far '{so_far}'"
+
+
+@functools.cache
+def _renderer() -> RendererAgg:
+    return RendererAgg(8, 8, 100)
+
+
+def text_px(text: str, px: float) -> float:
+    """How wide ``text`` is drawn at ``px`` (a picture rendered at the size it is shown: 100 dpi,
+    the matplotlib font), measured by Agg."""
+    prop = FontProperties(size=px * 72 / 100)
+    width, _, _ = _renderer().get_text_width_height_descent(str(text), prop, ismath=False)
+    return float(width)
 
 
 @functools.cache
@@ -58,42 +92,46 @@ def tail(text: str, limit: int) -> str:
 class DecodeFrames:
     """Renders the picture of every decoding step as PNG bytes, sized for its labels.
 
-    ``frames(alpha, source_tokens, output_tokens, title, captions, lines)`` (the tokens as
-    labelled: the widget makes subword pieces readable) makes a figure
-    large enough for every key and query label at the lecture's tick size, draws the static
-    parts once (ticks, colorbar, title) and blits, for each step, rows 1..t of ``alpha``
-    (T, n) with row t boxed, its caption above the heatmap and its line below (or none).
+    ``frames(alpha, source_tokens, output_tokens, title)`` (the tokens as labelled: the
+    widget makes subword pieces readable) makes a figure at least ``width_px`` x
+    ``height_px``, larger when every key and query label at the lecture's tick size or its
+    title needs it, draws the static parts once (ticks, colorbar, title) and blits, for each
+    step, rows 1..t of ``alpha`` (T, n) with row t boxed.
     """
 
-    def _figure(self, source_tokens: list[str], output_tokens: list[str], texts: list[str]) -> None:
+    def __init__(self, width_px: int = WIDTH_PX, height_px: int = HEIGHT_PX):
+        self.min_width_px, self.min_height_px = width_px, height_px
+
+    def _figure(self, source_tokens: list[str], output_tokens: list[str], title: str) -> None:
         tick = TYPE.tick
         room_w, room_h = heatmap_room(source_tokens, output_tokens, tick, pieces=False)
         ys = max(len(literal(s)) for s in [*output_tokens, "x"])
         left, right = 14 + 1.6 * TYPE.label + (0.62 * ys + 0.3) * tick, 80
         bar = 1 - 0.046 - 0.03  # the colorbar takes the rest of the axes' width (Heatmap)
-        W = max(WIDTH_PX, left + max(room_w, 220) / bar * 1.02 + right)
-        W = max(W, 24 + 0.52 * TYPE.caption * max(map(len, texts), default=0))  # captions fit
+        W = max(self.min_width_px, left + max(room_w, 220) / bar * 1.02 + right)
+        # the title, centred over the heatmap, stays inside the picture on both sides
+        half = text_px(title, TYPE.title) / 2 + 8
+        while min(self._centre(W, left, right, bar), W - self._centre(W, left, right, bar)) < half:
+            W += 10
         # the labels stand level where they fit the axes (as Heatmap decides), else upright
         level_w, _ = heatmap_room(source_tokens, output_tokens, tick, turn=False, pieces=False)
         upright = level_w > (W - left - right) * bar
         longest = max(len(literal(s)) for s in [*source_tokens, "x"])
         label_px = (0.62 * longest + 0.3) * tick if upright else 1.4 * tick
-        bottom = 18 + 1.4 * TYPE.label + 1.5 * TYPE.caption + label_px
-        top = 34 + 1.5 * TYPE.title + 1.4 * TYPE.caption
-        H = max(HEIGHT_PX, top + max(room_h, 120) * 1.02 + bottom)
+        bottom = 14 + 1.4 * TYPE.label + label_px
+        top = 24 + 1.5 * TYPE.title
+        H = max(self.min_height_px, top + max(room_h, 120) * 1.02 + bottom)
         self.width_px, self.height_px = int(round(W)), int(round(H))
         self.fig, self.sizes = slide_figure(self.width_px, self.height_px, layout=None)
         W, H = self.width_px, self.height_px
         self.fig.subplots_adjust(left=left / W, right=1 - right / W, top=1 - top / H,
                                  bottom=bottom / H)  # fmt: skip
-        ax = self.fig.add_subplot()
-        self.heatmap = Heatmap(ax, "", sizes=self.sizes)
-        text = {"fontsize": self.sizes.caption, "animated": True}
-        self.caption = ax.annotate(  # just above the heatmap, below the title
-            "", xy=(0, 1), xycoords="axes fraction", xytext=(-left + 8, 6),
-            textcoords="offset pixels", va="bottom", **text,
-        )  # fmt: skip
-        self.line = self.fig.text(8 / W, 6 / H, "", va="bottom", **text)
+        self.heatmap = Heatmap(self.fig.add_subplot(), "", sizes=self.sizes)
+
+    @staticmethod
+    def _centre(W: float, left: float, right: float, bar: float) -> float:
+        """The x of the heatmap's centre (its title's), the colorbar taking its share."""
+        return left + (W - left - right) * bar / 2
 
     def frames(
         self,
@@ -101,17 +139,14 @@ class DecodeFrames:
         source_tokens: list[str],
         output_tokens: list[str],
         title: str,
-        captions: list[str],
-        lines: list[str],
     ) -> list[bytes]:
-        self._figure(source_tokens, output_tokens, [title, *captions, *lines])
+        self._figure(source_tokens, output_tokens, title)
         heat = self.heatmap
         heat.set_labels(source_tokens, output_tokens, reveal_rows=True, pieces=False)
-        heat.ax.set_title(literal(title), fontsize=self.sizes.title,
-                          pad=1.4 * self.sizes.caption + 12)  # fmt: skip
+        heat.ax.set_title(literal(title), fontsize=self.sizes.title, pad=12)
         with_labels = cache_background(self.fig)  # the static parts, then row labels < t
         pictures = []
-        for t, (caption, line) in enumerate(zip(captions, lines, strict=True)):
+        for t in range(len(output_tokens)):
             restore_background(self.fig, with_labels)
             heat.draw_row_labels([t])  # one new row label per frame
             with_labels = self.fig.canvas.copy_from_bbox(self.fig.bbox)
@@ -119,8 +154,5 @@ class DecodeFrames:
             shown[: t + 1] = alpha[: t + 1]  # the heatmap fills row by row
             heat.set_data(shown, row=t)
             heat.blit(labels=False)
-            for artist, value in ((self.caption, caption), (self.line, line)):
-                artist.set_text(literal(value))
-                self.fig.draw_artist(artist)
             pictures.append(png_bytes(self.fig, palette=True))
         return pictures

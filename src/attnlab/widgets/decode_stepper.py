@@ -4,10 +4,12 @@ At step t = 1..T the decoder writes y_t with probability p(y_t | y_<t, x) while 
 the source h_1..h_n with weights alpha_{t,1..n}; for RNNSearch the query is the previous
 decoder state s_{t-1} (as on the equations slide: alpha_{t,i} = softmax_i score(s_{t-1}, h_i)).
 Row t of the heatmap is that alpha.  The t slider (and Back, Step, Play, Reset) moves through
-the steps; the heatmap fills row by row, the current row boxed in red.  For RNNSearch the
-context vector c_t = sum_i alpha_{t,i} h_i is written under it as the few h_i that carry the
-weight ("c_3 = 0.81·h_3 ('M') + ...").  A model with several layers and heads of
-cross-attention (the Transformer) offers a choice of them.
+the steps; the heatmap fills row by row, the current row boxed in red.  Beside the picture, in
+a column at the widget's text size, the step's words: y_t, its probability, the output so far
+and, for RNNSearch, the query and the context vector c_t = sum_i alpha_{t,i} h_i as the few
+h_i that carry the weight ("c_3 = 0.81·h_3 ('M') + ..."); under them the model and whether
+the text was seen in training.  A model with several layers and heads of cross-attention (the
+Transformer) offers a choice of them.
 
 The model chooser offers the date models and the real-language ones (English->French,
 English->German) that are installed; the box takes a date or a phrase of the room's own.  A
@@ -15,16 +17,17 @@ real-language model knows every character (subword pieces, byte fallback); a wor
 vocabulary lacks would be shown as ``<unk>`` (and said in the widget); text the model cannot
 read (empty, too long) gives a one-line message inside the widget.  A subword
 model's pieces are shown readably (:func:`attnlab.pictures.heatmaps.tick_labels`: ``Daten``
-``##träger``, never ``▁`` or ``<0xC3>``) on the heatmap, in the captions and the c_t line.
+``##träger``, never ``▁`` or ``<0xC3>``) on the heatmap, in the step's words and the c_t line.
 Beside the picture, for a real-language model, one line says whether the typed English was
 seen in training, is a near-twin of a training string, or is new
 (:class:`attnlab.widgets._base.ModelWidget`).
 
 Every step's picture is rendered once per decoded text into a
 :class:`attnlab.widgets._frames.FrameGrid` whose Stack follows the slider in the browser (one
-``jslink``), and each frame carries the readouts of its step (t, y_t, p, alpha_t, c_t):
-moving the slider costs the kernel nothing, an exported HTML page still steps without a
-kernel, and what the widget reports is what the frame shows.
+``jslink``), its words into a second one (HTML) linked the same way, and each frame carries
+the readouts of its step (t, y_t, p, alpha_t, c_t): moving the slider costs the kernel
+nothing, an exported HTML page still steps without a kernel, and what the widget reports is
+what the frame shows.
 
 ``score=`` swaps any function (query (B, m, d_q), keys (B, n, d_k)) -> scores (B, m, n) in
 for the RNNSearch model's trained score while it decodes (the model is restored after): an
@@ -53,12 +56,42 @@ from attnlab.pictures.typography import literal
 
 from ._base import ModelWidget, readable, short, unknown_words
 from ._frames import FrameGrid
-from .decode_frames import WIDTH_PX, DecodeFrames, blank_frame, context_line, step_caption, tail
+from .decode_frames import (
+    SUB,
+    WIDTH_PX,
+    DecodeFrames,
+    blank_frame,
+    context_line,
+    context_terms,
+    step_caption,
+    tail,
+)
 from .score_swap import ScoreError, checked_score
 
-__all__ = ["DecodeStepper", "MEAN"]
+__all__ = ["DecodeStepper", "MEAN", "step_words"]
 
 MEAN = -1  # the "head" that averages the heads
+
+
+def step_words(t: int, token: str, p: float, so_far: str, terms=None) -> str:
+    """The words of step t (1-based) beside its picture, as HTML at the widget's text size:
+    y_t and its probability, the output so far and, for RNNSearch (``terms``: what
+    :func:`attnlab.widgets.decode_frames.context_terms` returns), the query s_{t-1} and c_t,
+    one h_i a line.  The same words as :func:`step_caption` and :func:`context_line`."""
+    esc, sub = html.escape, str(t).translate(SUB)
+    lines = [f"<b>step t = {t}</b>"]
+    if terms is not None:
+        lines.append(f"query s{str(t - 1).translate(SUB)} (the decoder's state)")
+    lines.append(f"y{sub} = <b>'{esc(short(token, 16))}'</b> &nbsp;(p = {p:.2f})")
+    lines.append(f"so far '{esc(so_far)}'")
+    said = "".join(f"<div>{line}</div>" for line in lines)
+    if terms is not None:  # c_t, one h_i a line, a little apart
+        shown, more, share = terms
+        sums = [f"c{sub} = {esc(shown[0])}"] + [f"&nbsp;&nbsp;+ {esc(x)}" for x in shown[1:]]
+        sums[-1] += " + …" if more else ""
+        sums.append(f"({100 * share:.0f}% of α)")
+        said += '<div style="margin-top:10px">' + "<br>".join(sums) + "</div>"
+    return readable(said)
 
 
 class PlayButton(widgets.Play):
@@ -92,7 +125,9 @@ class DecodeStepper(ModelWidget):
       ``alphas`` (T, n): the weights shown (chosen layer and head), ``seen`` and
       ``seen_box`` (seen in training: :class:`attnlab.widgets._base.ModelWidget`);
     * ``grid`` (the FrameGrid, one frame per step), ``frames`` (its Stack), ``frame`` (the
-      step's Frame: ``data`` holds t, token, p, alpha, rows, context, caption);
+      step's Frame: ``data`` holds t, token, p, alpha, rows, context, caption); ``words``
+      (the FrameGrid of the step's words beside the picture, HTML: :func:`step_words`),
+      ``column`` (the VBox beside the picture: the step's words, ``info``, ``seen_box``);
       from it: ``t`` (1-based), ``heatmap_data`` (rows 1..t of ``alphas``), ``context_lines``
       (every step's c_t line), ``image`` (the Image of step t), ``message``.
     """
@@ -107,29 +142,42 @@ class DecodeStepper(ModelWidget):
         self._renderer = DecodeFrames()
         name = self._choose(model, text)
         self.head = widgets.Dropdown(
-            options=[("", (0, 0))], description="attention", layout={"width": "330px"}
-        )
+            options=[("", (0, 0))], description="attention", layout={"width": "400px"},
+            style={"description_width": "100px"},
+        )  # fmt: skip
         self.head_box = widgets.HBox([self.head], layout={"display": "none"})
-        self.back_button = widgets.Button(description="◀ Back", layout={"width": "100px"})
-        self.step_button = widgets.Button(description="Step ▶", layout={"width": "100px"})
-        self.reset_button = widgets.Button(description="Reset", layout={"width": "90px"})
+        self.back_button = widgets.Button(description="◀ Back", layout={"width": "110px"})
+        self.step_button = widgets.Button(description="Step ▶", layout={"width": "110px"})
+        self.reset_button = widgets.Button(description="Reset", layout={"width": "96px"})
         self.play_button = PlayButton(value=1, min=1, max=1, interval=600, description="Play")
-        self.slider = widgets.IntSlider(value=1, min=1, max=1, description="step t")
+        self.slider = widgets.IntSlider(
+            value=1, min=1, max=1, description="step t", layout={"width": "330px"},
+            style={"description_width": "70px"},
+        )  # fmt: skip
         # frame t is step t (1-based, as the slider says); frame 0 is empty and never shown
         self.grid = FrameGrid([(self.slider, "value")], (2,), 0)
         self.frames = self.grid.root
         self.frames.layout.flex = "0 0 auto"  # the picture at its own width, never squeezed
-        self.info = widgets.HTML(layout={"width": "300px", "margin": "40px 0 0 12px"})
-        self.seen_box.layout.width, self.seen_box.layout.margin = "300px", "6px 0 0 12px"
+        # the step's words, one HTML frame per step, picked by the slider like the pictures
+        self.words = FrameGrid([(self.slider, "value")], (2,), 0, leaf=widgets.HTML)
+        self.info = widgets.HTML(layout={"margin": "14px 0 0 0"})
+        self.seen_box.layout.margin = "6px 0 0 0"
         # In the browser the slider picks the frame: no kernel needed (exported HTML too).
         self.links = [
             widgets.jslink((self.play_button, "value"), (self.slider, "value")),
             *self.grid.links,
+            *self.words.links,
         ]
         # the same Play <-> slider link in the kernel, so that Step and Back keep Play in step
         self._kernel_link = widgets.link((self.play_button, "value"), (self.slider, "value"))
+        # beside the picture, not under it: the slide is wide, and the column reads at 22 px;
+        # below the picture only when a long text leaves it too little room
+        self.column = widgets.VBox(
+            [self.words.root, self.info, self.seen_box],
+            layout={"flex": "1 1 0", "min_width": "300px", "margin": "8px 0 0 18px"},
+        )
         self.children = [
-            widgets.HBox([self.model_chooser, self.text, self.head_box]),
+            widgets.HBox([self.model_chooser, self.text]),
             widgets.HBox(
                 [
                     self.reset_button,
@@ -137,13 +185,14 @@ class DecodeStepper(ModelWidget):
                     self.step_button,
                     self.play_button,
                     self.slider,
-                ]
+                    self.head_box,
+                ],
+                layout={"align_items": "center"},
             ),
             self.message_box,
-            # the model's description beside the picture, not under it: the slide is wide
             widgets.HBox(
-                [self.frames, widgets.VBox([self.info, self.seen_box])],
-                layout={"align_items": "flex-start"},
+                [self.frames, self.column],
+                layout={"align_items": "flex-start", "flex_flow": "row wrap"},
             ),
         ]
         self.back_button.on_click(lambda _: self.move(-1))
@@ -156,7 +205,8 @@ class DecodeStepper(ModelWidget):
     def _accept(self, name: str, model) -> None:
         if self.score is not None and not hasattr(model, "score"):
             raise ValueError(f"{name} has no score to replace; choose an RNNSearch model")
-        self.info.value = readable(html.escape(self._model_description(name)))
+        shown = html.escape(self._model_description(name))
+        self.info.value = readable(f'<span style="color:#555555">{shown}</span>')
 
     def _model_description(self, name: str) -> str:
         label = self._label(name)
@@ -268,8 +318,9 @@ class DecodeStepper(ModelWidget):
         captions = [
             step_caption(t + 1, output[t], float(d.probs[t]), so_far[t], rnn) for t in range(T)
         ]
+        terms = [context_terms(alpha[t], source) if rnn else None for t in range(T)]
         lines = [context_line(alpha[t], source, t + 1) if rnn else "" for t in range(T)]
-        drawn = [alpha, source, output, self._title(), captions, lines]
+        drawn = [alpha, source, output, self._title()]
 
         def draw() -> list[bytes]:
             with warnings.catch_warnings():  # a glyph the font lacks: a box, never a warning
@@ -282,12 +333,16 @@ class DecodeStepper(ModelWidget):
             "DecodeStepper", steps, draw, code=[__name__, DecodeFrames.__module__]
         )
         self.grid.resize(T + 1)
+        self.words.resize(T + 1)
         self.grid.set((0,), blank_frame(), t=0, rows=alpha[:0], context="")
+        self.words.set((0,), "")
         for t, picture in enumerate(pictures):
             self.grid.set(
                 (t + 1,), picture, t=t + 1, token=d.output_tokens[t], p=float(d.probs[t]),
                 alpha=alpha[t], rows=alpha[: t + 1], context=lines[t], caption=captions[t],
             )  # fmt: skip
+            said = step_words(t + 1, output[t], float(d.probs[t]), so_far[t], terms[t])
+            self.words.set((t + 1,), said)
         self._set_steps(T)
 
     def _set_steps(self, T: int) -> None:
@@ -296,7 +351,8 @@ class DecodeStepper(ModelWidget):
         self.slider.max = self.play_button.max = T
         self.slider.value = self.play_button.value = t
         self.slider.disabled = T == 1
-        self.grid.select((t,))  # the start; then the jslink follows the slider
+        self.grid.select((t,))  # the start; then the jslinks follow the slider
+        self.words.select((t,))
 
     def _show_placeholder(self, why: str = "") -> None:
         """A frame that says what to do, when there is no decoding to show."""
@@ -308,8 +364,11 @@ class DecodeStepper(ModelWidget):
                  fontsize=sizes.caption)  # fmt: skip
         self.alphas = np.zeros((0, 0))
         self.grid.resize(2)
+        self.words.resize(2)
         self.grid.set((0,), blank_frame(), t=0, rows=np.zeros((0, 0)), context="")
         self.grid.set((1,), png_bytes(fig, draw=True), t=0, rows=np.zeros((0, 0)), context="")
+        self.words.set((0,), "")
+        self.words.set((1,), "")
         self._set_steps(1)
 
     # ------------------------------------------------------------------ stepping

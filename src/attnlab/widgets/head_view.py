@@ -45,7 +45,8 @@ ATTENTION_KINDS = {
 }
 #: How a subword model's alpha is shown: over its pieces, or per word (summed over a word's pieces).
 UNITS = ("pieces", "words")
-WIDTH_PX = 1180  # the widest picture; a long text makes it taller (two rows of heads)
+WIDTH_PX = 1150  # the widest picture, its right edge left of the slideshow's arrows; a long
+# text makes it taller (two rows of heads)
 
 
 def _figure(keys: list[str], queries: list[str], heads: int):
@@ -123,19 +124,20 @@ class HeadView(ModelWidget):
 
     default_model = catalogue.lecture_model("transformer")
     offered = {"offered": True, "kind": "transformer"}
-    chooser_width = "380px"
+    chooser_width = "440px"  # the model, the text and the seen line in one row at 22 px
 
     def __init__(self, model=None, text: str | None = None):
         super().__init__()
         name = self._choose(model, text)
         self.kind = widgets.ToggleButtons(
-            options=list(ATTENTION_KINDS), style={"button_width": "230px"}
+            options=list(ATTENTION_KINDS), style={"button_width": "270px"}
         )
-        self.layer = widgets.ToggleButtons(options=["layer 1"], style={"button_width": "100px"})
+        self.layer = widgets.ToggleButtons(options=["layer 1"], style={"button_width": "110px"})
         self.unit = widgets.ToggleButtons(
-            options=UNITS[:1], style={"button_width": "90px"}, layout={"display": "none"}
+            options=UNITS[:1], style={"button_width": "110px"}, layout={"display": "none"}
         )
-        self.seen_box.layout.width, self.seen_box.layout.margin = "360px", "4px 0 0 12px"
+        self.text.layout.width = "440px"
+        self.seen_box.layout.width, self.seen_box.layout.margin = "300px", "0 0 0 12px"
         self.grid = self._grid(1, False)
         self.frames, self.links = self.grid.root, self.grid.links
         self.children = [

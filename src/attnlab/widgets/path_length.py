@@ -210,14 +210,16 @@ class PathLengthExplorer(BaseWidget):
                 f"<tr><td>{html.escape(TITLES[kind])}</td><td><b>{lengths[kind]}</b></td>"
                 f"<td>{html.escape(formula)} = {value}</td><td>{html.escape(orders[kind])}</td></tr>"
             )
+        # at 22 px beside the 520 px panels: every cell on one line but the second heading
         head = (
-            "<tr><th>layer type</th><th>path 1&rarr;n, counted</th><th>exact count</th>"
-            "<th>order (Table 1)</th></tr>"
+            '<tr><th>layer type</th><th style="white-space:normal">path 1&rarr;n, counted</th>'
+            "<th>exact count</th><th>order (Table 1)</th></tr>"
         )
         return readable(
             f"<p>n = {n}, k = {k}: edges on the shortest path from input 1 to output n. "
             "The order says how that count grows with n, constants dropped.</p>"
-            f'<table class="attnlab-paths">{head}{"".join(rows)}</table>'
+            f'<table class="attnlab-paths" style="white-space:nowrap">{head}{"".join(rows)}'
+            "</table>"
         )
 
     # ------------------------------------------------------------------ readouts

@@ -12,6 +12,7 @@ every prepared phrase too; a phrase of the room's own goes to the DecodeStepper.
 
 from __future__ import annotations
 
+import html
 import warnings
 
 import ipywidgets as widgets
@@ -24,11 +25,29 @@ from attnlab.pictures.heatmaps import tick_labels
 from attnlab.text import seen
 from attnlab.training import checkpoints
 
-from ._base import BaseWidget, short
+from ._base import BaseWidget, readable
 from ._frames import FrameGrid
 from .decode_frames import DecodeFrames
 
-__all__ = ["PhraseGallery"]
+__all__ = ["PhraseGallery", "phrase_words"]
+
+#: The smallest picture's height (px): under the one row of controls it ends above 720 px.
+HEIGHT_PX = 520
+
+
+def phrase_words(text: str, translation: str, verdict: seen.Seen) -> str:
+    """The column beside a phrase's picture (HTML at the widget's text size): the English,
+    what the model wrote, and whether the phrase was seen in training (in the warning colour
+    when it names a training string, as the DecodeStepper says it)."""
+    esc = html.escape
+    grey, gap = "color:#555555", "margin-top:12px"
+    colour = "color:#8a4b00; " if verdict.string else ""
+    return readable(
+        f"<div style='{grey}'>English</div><div>'{esc(text)}'</div>"
+        f"<div style='{grey}; {gap}'>the model writes</div>"
+        f"<div><b>'{esc(translation)}'</b></div>"
+        f"<div style='{colour}{gap}'>{esc(verdict.line)}</div>"
+    )
 
 
 class PhraseGallery(BaseWidget):
@@ -37,7 +56,8 @@ class PhraseGallery(BaseWidget):
     Attributes for code and tests: ``phrase`` (Dropdown; its ``index`` picks the frame),
     ``grid`` (the FrameGrid), ``frame`` (the chosen phrase's Frame: ``data`` holds ``text``,
     ``note``, ``translation``, ``seen`` (the :class:`attnlab.text.seen.Seen` line) and
-    ``alpha`` (T, n)), ``translation``, ``image``.
+    ``alpha`` (T, n)), ``translation``, ``image``; ``words`` (the FrameGrid of the column
+    beside the picture, HTML, picked by the same Dropdown), ``column``.
     """
 
     def __init__(self, model: str, phrases: list[tuple[str, str]], lang: str | None = None):
@@ -54,18 +74,33 @@ class PhraseGallery(BaseWidget):
         labels = [f"{text}  ({note})" for text, note in phrases]
         self.phrase = widgets.Dropdown(
             options=list(zip(labels, range(len(phrases)), strict=True)), value=0,
-            description="phrase", layout={"width": "760px"},
-            style={"description_width": "70px"},
+            description="phrase", layout={"width": "800px"},
+            style={"description_width": "80px"},
         )  # fmt: skip
         self.grid = FrameGrid([(self.phrase, "index")], (len(phrases),), 0)
-        self.links = self.grid.links
+        self.grid.root.layout.flex = "0 0 auto"  # the picture at its own width, never squeezed
+        self.words = FrameGrid([(self.phrase, "index")], (len(phrases),), 0, leaf=widgets.HTML)
+        self.links = self.grid.links + self.words.links
         with torch_threads(1):  # batch 1: one thread (attnlab.models.threads)
             for i, (text, note) in enumerate(phrases):
-                self._draw(i, text, note, seen.verdict(index, text).line)
+                self._draw(i, text, note, seen.verdict(index, text))
         self.grid.select((0,))
-        self.children = [self.phrase, self.message_box, self.grid.root]
+        self.words.select((0,))
+        # beside the picture, not under it: the slide is wide, and the column reads at 22 px
+        self.column = widgets.VBox(
+            [self.words.root],
+            layout={"flex": "1 1 0", "min_width": "300px", "margin": "8px 0 0 18px"},
+        )
+        self.children = [
+            self.phrase,
+            self.message_box,
+            widgets.HBox(
+                [self.grid.root, self.column],
+                layout={"align_items": "flex-start", "flex_flow": "row wrap"},
+            ),
+        ]
 
-    def _draw(self, i: int, text: str, note: str, seen_line: str) -> None:
+    def _draw(self, i: int, text: str, note: str, verdict: seen.Seen) -> None:
         d = decode(self.model, text)
         alpha = d.alpha[-1].mean(axis=0)  # the last layer, mean of heads: (T, n)
         pieces = d.level == "subword"
@@ -74,24 +109,22 @@ class PhraseGallery(BaseWidget):
         translation = self.model.tgt_vocab.join(d.output_tokens) if pieces else d.text
         L, H = d.alpha.shape[:2]  # (L, h, T, n)
         title = f"{self.name} cross-attention, layer {L} (last), mean of {H} heads"
-        T = len(output)
-        # the phrase itself is in the menu and on the axis: the caption is what the model wrote
-        captions = [""] * (T - 1) + [short(f"→ '{translation}'", 80)]
-        lines = [""] * (T - 1) + [short(seen_line, 90)]
-        drawn = [alpha, source, output, title, captions, lines]
+        drawn = [alpha, source, output, title]
 
         def draw() -> list[bytes]:
             with warnings.catch_warnings():  # a glyph the font lacks: a box, never a warning
                 warnings.simplefilter("ignore", UserWarning)
-                return DecodeFrames().frames(*drawn)[-1:]  # every row: the whole decoding
+                # every row: the whole decoding; taller than the stepper's (one row of controls)
+                return DecodeFrames(height_px=HEIGHT_PX).frames(*drawn)[-1:]
 
         (picture,) = rendered_all(
             "PhraseGallery", [drawn], draw, code=[__name__, DecodeFrames.__module__]
         )
         self.grid.set(
-            (i,), picture, text=text, note=note, translation=translation, seen=seen_line,
+            (i,), picture, text=text, note=note, translation=translation, seen=verdict.line,
             alpha=np.asarray(alpha),
         )  # fmt: skip
+        self.words.set((i,), phrase_words(text, translation, verdict))
 
     # ------------------------------------------------------------------ readouts
     @property

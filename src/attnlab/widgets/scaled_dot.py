@@ -149,22 +149,31 @@ class ScaledDotExplorer(BaseWidget):
         self._Q_all = gen.standard_normal((n, max_d_k))  # q_t, entries ~ N(0, 1): (n, 512)
         self._K_all = gen.standard_normal((n, max_d_k))  # k_i: (n, 512)
         self._trained_key: tuple | None = None  # (date, head) the trained frames show
-        self.mode = widgets.ToggleButtons(  # wide enough for the slide's type
-            options=[RANDOM, TRAINED], value=RANDOM, style={"button_width": "210px"}
+        self.mode = widgets.ToggleButtons(  # wide enough for the slide's type (22 px)
+            options=[RANDOM, TRAINED], value=RANDOM, style={"button_width": "240px"}
         )
         d_ks = [d for d in D_K_CHOICES if d <= max_d_k]
         start = DEFAULT_D_K if DEFAULT_D_K in d_ks else d_ks[-1]
-        self.d_k_slider = widgets.SelectionSlider(options=d_ks, value=start, description="d_k")
+        self.d_k_slider = widgets.SelectionSlider(
+            options=d_ks, value=start, description="d_k", layout={"width": "300px"},
+            style={"description_width": "50px"},
+        )  # fmt: skip
         self.scale_toggle = widgets.ToggleButtons(
-            options=[SCALED, UNSCALED], value=UNSCALED, style={"button_width": "170px"}
+            options=[SCALED, UNSCALED], value=UNSCALED, style={"button_width": "185px"}
         )
         self.mask_toggle = widgets.ToggleButtons(
-            options=[NO_MASK, CAUSAL], value=NO_MASK, style={"button_width": "170px"}
+            options=[NO_MASK, CAUSAL], value=NO_MASK, style={"button_width": "185px"}
         )
         self.preset = widgets.Button(description="preset: d_k = 512, unscaled",
                                      layout={"width": "400px"})  # fmt: skip
-        self.text = widgets.Text(value="3 May 1979", description="date", continuous_update=False)
-        self.head = widgets.Dropdown(options=[("layer 1, head 1", (0, 0))], description="head")
+        self.text = widgets.Text(
+            value="3 May 1979", description="date", continuous_update=False,
+            layout={"width": "300px"}, style={"description_width": "60px"},
+        )  # fmt: skip
+        self.head = widgets.Dropdown(
+            options=[("layer 1, head 1", (0, 0))], description="head", layout={"width": "300px"},
+            style={"description_width": "60px"},
+        )  # fmt: skip
         self.trained_box = widgets.HBox([self.text, self.head], layout={"display": "none"})
         self.fig = None  # built on the first frame that is not in the shipped frames
         self.grid = FrameGrid(

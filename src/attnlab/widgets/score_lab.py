@@ -82,10 +82,12 @@ class ScoreLab(BaseWidget):
         super().__init__()
         refs = dict(SCORE_MODELS if models is None else models)
         self.models = {name: load(m) if isinstance(m, str) else m for name, m in refs.items()}
-        self.date = widgets.Dropdown(options=[], description="date")
+        self.date = widgets.Dropdown(options=[], description="date", layout={"width": "280px"},
+                                     style={"description_width": "60px"})  # fmt: skip
         self.text = widgets.Text(description="your date", continuous_update=False,
                                  placeholder="e.g. 24 Dec 1999, then Enter",
-                                 style={"description_width": "90px"})  # fmt: skip
+                                 layout={"width": "480px"},
+                                 style={"description_width": "110px"})  # fmt: skip
         self.grid = FrameGrid([(self.date, "index")], (1,), WIDTH_PX)
         self.frames, self.links = self.grid.root, self.grid.links
         for text in dates:
