@@ -90,11 +90,12 @@ def graded(tmp_path_factory):
     measured = isolated.measured_experiment(
         tuple(job.setup), job.experiment, tuple(confine.prefix())
     )  # what the student saw, measured as the grader measures it (and cached for it)
-    faster = (
-        "dot"
-        if measured["dot"]["accuracy"][1] >= measured["additive"]["accuracy"][1]
-        else ("additive")
-    )
+    mean = {  # each score's held-out exact match over every seed and checkpoint
+        score: sum(sum(run["accuracy"]) for run in runs) / sum(len(run["accuracy"]) for run in runs)
+        for score, runs in measured.items()
+    }
+    assert len(measured["dot"]) == len(measured["additive"]) == 3  # one run a seed
+    faster = "dot" if mean["dot"] >= mean["additive"] else "additive"
     answers = {"zeros": 17, "variance_qk": 64, "dilated_path": 3, "faster": faster}
     notebooks = {
         "alice": submissions.honest(release, answers),

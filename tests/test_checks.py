@@ -679,7 +679,7 @@ def test_notebook_cells_run_in_both_modes(monkeypatch, solutions):
         monkeypatch.setattr(harness, "SOLUTIONS", True)
     namespace: dict = {"__name__": "__notebook__"}
     for cell in notebook_cells():
-        # The experiment trains two models (15 s): `make notebooks` runs it in both modes.
+        # The experiment trains six models (35-75 s): `make notebooks` runs it in both modes.
         if cell.cell_type == "code" and "experiment" not in cell.metadata.get("tags", []):
             exec(compile(cell.source, "<cell>", "exec"), namespace)  # raises if a cell fails
     summary = checks.summary()
@@ -926,23 +926,102 @@ def test_the_padding_question_is_answered_by_the_models_alpha_in_a_padded_batch(
         assert result.category == "wrong_answer" and words in result.message, result.message
 
 
+def runs(*accuracies: list[float]) -> list[dict]:
+    """One history a seed, as the experiment cell gathers them."""
+    return [{"step": [20 * (i + 1) for i in range(len(a))], "accuracy": a} for a in accuracies]
+
+
 def test_the_experiment_question_follows_the_students_measurement():
-    fast, slow = {"accuracy": [0.0, 0.5, 0.9]}, {"accuracy": [0.0, 0.1, 0.8]}
+    fast, slow = runs([0.0, 0.5, 0.9], [0.0, 0.4, 0.9]), runs([0.0, 0.1, 0.8], [0.0, 0.2, 0.7])
     assert checks.check_answer("faster_score", "dot", dot=fast, additive=slow).ok
     assert not checks.check_answer("faster_score", "dot", dot=slow, additive=fast).ok
     assert checks.check_answer("faster_score", "additive", dot=slow, additive=fast).ok
-    tie = {"accuracy": [0.0, 0.49, 0.91]}
+    tie = runs([0.0, 0.49, 0.91], [0.0, 0.45, 0.9])  # means 0.45 and 0.46: within 0.03
     assert checks.check_answer("faster_score", "additive", dot=fast, additive=tie).ok
+    assert checks.check_answer("faster_score", "dot", dot=fast, additive=tie).ok
+    apart = runs([0.0, 0.45, 0.85], [0.0, 0.35, 0.85])  # means 0.45 and 0.4167: 0.033 apart
+    assert not checks.check_answer("faster_score", "additive", dot=fast, additive=apart).ok
     missing = checks.check_answer("faster_score", "dot")
     assert missing.category == "answer_type" and "additive=..." in missing.message
+
+
+def test_the_experiment_question_is_judged_over_every_seed_and_checkpoint():
+    """Seed 0 alone favours dot, and dot leads at the last checkpoint of every seed; the mean
+    over the seeds and checkpoints favours additive: only "additive" is right."""
+    dot = runs([0.0, 0.6, 0.9, 0.95], [0.0, 0.1, 0.5, 0.95], [0.0, 0.1, 0.5, 0.95])
+    additive = runs([0.0, 0.5, 0.8, 0.9], [0.0, 0.5, 0.8, 0.9], [0.0, 0.5, 0.8, 0.9])
+    assert checks.check_answer("faster_score", "dot", dot=dot[:1], additive=additive[:1]).ok
+    assert all(d["accuracy"][-1] > a["accuracy"][-1] for d, a in zip(dot, additive, strict=True))
+    wrong = checks.check_answer("faster_score", "dot", dot=dot, additive=additive)
+    assert wrong.category == "wrong_answer" and "every seed" in wrong.message
+    assert checks.check_answer("faster_score", "additive", dot=dot, additive=additive).ok
+
+
+@pytest.mark.parametrize(
+    ("answer", "dot", "additive", "words"),
+    [
+        ("Dot", runs([0.5]), runs([0.1]), "got 'Dot'"),
+        ("both", runs([0.5]), runs([0.1]), "got 'both'"),
+        (1, runs([0.5]), runs([0.1]), "got int"),
+        ("dot", runs([0.5])[0], runs([0.1]), "one history"),  # one seed's history, not the list
+        ("dot", [], runs([0.1]), "an empty list"),
+        ("dot", {"accuracy": 0.5}, runs([0.1]), "one history"),
+        ("dot", runs([0.5]), [0.1], "`additive[0]` has no `accuracy` list"),
+        ("dot", runs([0.5, float("nan")]), runs([0.1, 0.2]), "holds nan"),
+        ("dot", runs([0.5, 7]), runs([0.1, 0.2]), "holds 7"),
+        (
+            "dot",
+            runs([0.5], [0.6]),
+            runs([0.1]),
+            "dot has 2 seeds of 1 checkpoint, additive 1 seed of",
+        ),
+        ("dot", runs([0.5, 0.6], [0.6]), runs([0.1], [0.2]), "dot has 2 seeds of 1/2 checkpoints"),
+    ],
+)
+def test_the_experiment_question_says_what_is_wrong_with_its_input(answer, dot, additive, words):
+    result = checks.check_answer("faster_score", answer, dot=dot, additive=additive)
+    assert result.category == "answer_type" and words in result.message, result.message
+    assert "\n" not in result.message
+
+
+def test_the_graded_experiment_question_takes_every_seed():
+    dot = runs([0.0, 0.6, 0.9], [0.0, 0.1, 0.5], [0.0, 0.1, 0.5])
+    additive = runs([0.0, 0.5, 0.8], [0.0, 0.5, 0.8], [0.0, 0.5, 0.8])
+    assert checks.graded("check_answer_faster_score", "additive", dot=dot, additive=additive).ok
+    wrong = checks.graded("check_answer_faster_score", "dot", dot=dot, additive=additive)
+    assert wrong.category == "wrong_answer"
+
+
+def test_the_worker_sends_back_one_history_a_seed():
+    from attnlab.checks.isolated import measured_experiment
+
+    code = (
+        "histories = {'dot': [], 'additive': []}\n"
+        "for seed in (0, 1, 2):\n"
+        "    for score in histories:\n"
+        "        histories[score].append({'step': [20, 40], 'accuracy': [0.1 * seed, 0.5],\n"
+        "                                 'config': {'seed': seed}, 'reached': None})\n"
+    )
+    measured = measured_experiment(("import torch",), code)
+    assert [run["accuracy"] for run in measured["dot"]] == [[0.0, 0.5], [0.1, 0.5], [0.2, 0.5]]
+    assert measured["additive"][2] == {
+        "step": [20.0, 40.0],
+        "accuracy": [0.2, 0.5],
+        "config": {"seed": 2.0},
+        "reached": None,
+    }
+    assert checks.check_answer("faster_score", "dot", **measured).ok  # a tie: either counts
 
 
 def test_questions_in_solutions_mode_check_the_computed_answer(monkeypatch):
     monkeypatch.setattr(harness, "SOLUTIONS", True)
     for name in ("variance_qk", "dilated_path", "padding_zeros"):
         assert checks.check_answer(name, ...).ok
-    fast, slow = {"accuracy": [0.0, 0.5, 0.9]}, {"accuracy": [0.0, 0.1, 0.8]}
+    fast, slow = runs([0.0, 0.5, 0.9], [0.0, 0.6, 0.9]), runs([0.0, 0.1, 0.8], [0.0, 0.2, 0.8])
     assert checks.check_answer("faster_score", ..., dot=fast, additive=slow).ok
+    assert checks.check_answer("faster_score", ..., dot=slow, additive=fast).ok
+    with pytest.raises(AssertionError, match="one history"):  # a wrong shape fails in CI too
+        checks.check_answer("faster_score", ..., dot=fast[0], additive=slow)
 
 
 # --------------------------------------------------------------------------- the one swap

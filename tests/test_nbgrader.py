@@ -24,7 +24,7 @@ BIN = Path(sys.executable).parent  # nbgrader calls `alembic` from the environme
 ASSIGNMENT = "lecture07"
 CONFIG = """c = get_config()
 c.CourseDirectory.course_id = "attention"
-c.ExecutePreprocessor.timeout = 300  # the experiment cell trains two models
+c.ExecutePreprocessor.timeout = 300  # the experiment cell trains six models
 """
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import html
 import io
 
+import numpy as np
 import pytest
 from PIL import Image
 
@@ -113,3 +114,17 @@ def test_the_subword_slide_shows_held_out_strings_in_the_models_pieces():
             assert mark == ("✓" if right else "✗"), (text, shown)  # a wrong row is marked wrong
     # the slide's notes: beam search rights a rare word's pieces that greedy decoding garbles
     assert any(g.startswith("✗") and b.startswith("✓") for _, _, g, b in table.rows)
+
+
+def _red_pixels(png: bytes) -> int:
+    rgb = np.asarray(Image.open(io.BytesIO(png)).convert("RGB")).astype(int)
+    return int(((rgb[..., 0] > 200) & (rgb[..., 1] < 60) & (rgb[..., 2] < 60)).sum())
+
+
+def test_a_whole_decoding_boxes_no_row_while_a_step_boxes_its_own(gallery):
+    # the gallery shows every row at once: a red box on the last row would say "this step"
+    assert _red_pixels(bytes(gallery.image.value)) == 0
+    from attnlab.widgets import DecodeStepper
+
+    stepper = DecodeStepper("transformer-en-fr", text=PREPARED_PHRASES[0][0])
+    assert _red_pixels(stepper.png()) > 100  # the stepper's present row, boxed

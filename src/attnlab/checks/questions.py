@@ -10,6 +10,7 @@ measuring cell whether to show what it measured.
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -113,29 +114,69 @@ def _judge_padding_zeros(answer: object, right: int) -> str | None:
     return "The padded positions are masked: count the positions after the date and its <eos>."
 
 
-def _mean_accuracy(history: dict) -> float:
-    """The mean held-out exact match over a run's measurements (how fast it learned)."""
-    accuracy = history["accuracy"] if isinstance(history, dict) else None
-    if not accuracy:
+def _seed_accuracies(runs: object, score: str) -> list[list[float]]:
+    """The held-out exact match at each checkpoint of each of ``runs`` (the histories `fit`
+    returned, one a seed), or a Failure that says in one line what is wrong with them."""
+    usage = f"pass {score}=histories[{score!r}], its list of histories (one a seed)"
+    if isinstance(runs, dict):  # one history: one seed, not the experiment
+        raise Failure("answer_type", f"`{score}=` got one history; {usage}.")
+    if not isinstance(runs, list | tuple) or not runs:
+        got = "an empty list" if isinstance(runs, list | tuple) else f"a {type(runs).__name__}"
+        raise Failure("answer_type", f"`{score}=` got {got}; {usage}.")
+    accuracies = []
+    for seed, history in enumerate(runs):
+        accuracy = history.get("accuracy") if isinstance(history, dict) else None
+        if not isinstance(accuracy, list | tuple) or not accuracy:
+            raise Failure("answer_type", f"`{score}[{seed}]` has no `accuracy` list; {usage}.")
+        bad = [a for a in accuracy if not _is_fraction(a)]
+        if bad:
+            raise Failure(
+                "answer_type",
+                f"`{score}[{seed}]['accuracy']` holds {bad[0]!r:.30}: an exact match is in 0..1.",
+            )
+        accuracies.append([float(a) for a in accuracy])
+    return accuracies
+
+
+def _is_fraction(value: object) -> bool:
+    """An exact match: a real number in 0..1 (not a bool, not nan)."""
+    number = isinstance(value, numbers.Real) and not isinstance(value, bool)
+    return number and 0.0 <= value <= 1.0
+
+
+def _shape(accuracies: list[list[float]]) -> str:
+    """``2 seeds of 5 checkpoints`` (``5/4 checkpoints`` where the seeds differ)."""
+    lengths = sorted({len(a) for a in accuracies})
+    seeds = f"{len(accuracies)} seed{'s' * (len(accuracies) != 1)}"
+    return f"{seeds} of {'/'.join(map(str, lengths))} checkpoint{'s' * (lengths != [1])}"
+
+
+def _mean_accuracies(dot: object, additive: object) -> tuple[float, float]:
+    """Each score's mean held-out exact match over every seed and checkpoint (how fast it
+    learned, on average), from the runs of one experiment: as many seeds and checkpoints."""
+    a_dot, a_add = _seed_accuracies(dot, "dot"), _seed_accuracies(additive, "additive")
+    if len({len(a) for a in a_dot + a_add}) > 1 or len(a_dot) != len(a_add):
         raise Failure(
-            "answer_type", "Pass the histories that `fit` returned: dot=..., additive=..."
+            "answer_type",
+            f"Pass the runs of one experiment: dot has {_shape(a_dot)}, additive {_shape(a_add)}.",
         )
-    return sum(accuracy) / len(accuracy)
+    return tuple(sum(map(sum, a)) / sum(map(len, a)) for a in (a_dot, a_add))
 
 
-def _right_faster_score(dot: dict, additive: dict) -> str:
-    a_dot, a_add = _mean_accuracy(dot), _mean_accuracy(additive)
-    if abs(a_dot - a_add) < 0.03:  # within the noise of one seed: either answer is fair
+def _right_faster_score(dot: object, additive: object) -> str:
+    a_dot, a_add = _mean_accuracies(dot, additive)
+    if abs(a_dot - a_add) < 0.03:  # within 0.03 of each other: either answer is fair
         return "either"
     return "dot" if a_dot > a_add else "additive"
 
 
 def _judge_faster_score(answer: object, right: str) -> str | None:
-    if answer not in ("dot", "additive"):
-        raise Failure("answer_type", f'Answer "dot" or "additive"; got {answer!r}.')
+    if not isinstance(answer, str) or answer not in ("dot", "additive"):
+        got = repr(answer[:20]) if isinstance(answer, str) else type(answer).__name__
+        raise Failure("answer_type", f'Answer "dot" or "additive"; got {got}.')
     if right in ("either", answer):
         return None
-    return "Look again at your two curves: which one is higher over the first steps?"
+    return "Average each score's mean row (every seed, every checkpoint): which one is higher?"
 
 
 @dataclass(frozen=True)

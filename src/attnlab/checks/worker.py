@@ -140,20 +140,20 @@ def _record_runs(job: dict, namespace: dict, encoder, checks: dict) -> dict:
     return runs
 
 
+def _plain(value: object) -> object:
+    """``value`` as JSON's data: dicts, lists and numbers (anything else None)."""
+    if isinstance(value, dict):
+        return {str(key): _plain(v) for key, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return float(value) if isinstance(value, int | float) else None
+
+
 def _experiment(code: str, namespace: dict) -> dict:
-    """Run the instructor's experiment; its histories, as plain numbers."""
+    """Run the instructor's experiment; its histories (score -> one history a seed), as
+    plain numbers."""
     exec(compile(code, "<experiment>", "exec"), namespace)
-    histories = namespace["histories"]
-
-    def plain(values: object) -> object:  # a history holds lists of numbers and numbers
-        if isinstance(values, list | tuple):
-            return [float(v) for v in values]
-        return float(values) if isinstance(values, int | float) else None
-
-    return {
-        str(score): {str(key): plain(values) for key, values in history.items()}
-        for score, history in histories.items()
-    }
+    return {str(score): _plain(runs) for score, runs in namespace["histories"].items()}
 
 
 def serve() -> None:

@@ -139,7 +139,10 @@ class DecodeFrames:
         source_tokens: list[str],
         output_tokens: list[str],
         title: str,
+        box_last: bool = True,
     ) -> list[bytes]:
+        """One picture per output step, the heatmap filled row by row and the step's row boxed
+        in red; ``box_last=False``: no box on the last picture (a whole decoding at a glance)."""
         self._figure(source_tokens, output_tokens, title)
         heat = self.heatmap
         heat.set_labels(source_tokens, output_tokens, reveal_rows=True, pieces=False)
@@ -152,7 +155,8 @@ class DecodeFrames:
             with_labels = self.fig.canvas.copy_from_bbox(self.fig.bbox)
             shown = np.full(alpha.shape, np.nan)
             shown[: t + 1] = alpha[: t + 1]  # the heatmap fills row by row
-            heat.set_data(shown, row=t)
+            boxed = t if box_last or t < len(output_tokens) - 1 else None
+            heat.set_data(shown, row=boxed)
             heat.blit(labels=False)
             pictures.append(png_bytes(self.fig, palette=True))
         return pictures

@@ -115,7 +115,7 @@ class PhraseGallery(BaseWidget):
             with warnings.catch_warnings():  # a glyph the font lacks: a box, never a warning
                 warnings.simplefilter("ignore", UserWarning)
                 # every row: the whole decoding; taller than the stepper's (one row of controls)
-                return DecodeFrames(height_px=HEIGHT_PX).frames(*drawn)[-1:]
+                return DecodeFrames(height_px=HEIGHT_PX).frames(*drawn, box_last=False)[-1:]
 
         (picture,) = rendered_all(
             "PhraseGallery", [drawn], draw, code=[__name__, DecodeFrames.__module__]
