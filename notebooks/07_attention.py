@@ -490,7 +490,7 @@ lecture.causal_demo(mask)
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### One query's row, on real words
 #
-# `transformer-en-fr`, first encoder layer, head 1, on a test-split string: the query "new".
+# The query "new" against every key of a test-split string: scores, softmax, the values mixed.
 
 # %% jupyter={"source_hidden": true}
 transformer_fr = attnlab.load("transformer-en-fr")
@@ -640,7 +640,7 @@ widgets.PhraseGallery("transformer-en-fr", lecture.PREPARED_PHRASES)
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Say:
-# - Strings of two applications no model saw (Trac, OpenSlides): pick them from the menu; the line under the picture says whether the phrase was in training.
+# - Strings of two applications no model saw (Trac, OpenSlides): pick them from the menu; the line beside the picture says whether the phrase was in training.
 # - "previous version" becomes "version précédente": the rows cross, as in Fig. 3.
 # - The last one fails: "motions", barely seen, is cut into pieces and glued back wrongly.
 # If asked:
@@ -654,37 +654,49 @@ widgets.PhraseGallery("transformer-en-fr", lecture.PREPARED_PHRASES)
 # Minutes: 2.5
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# ### Subwords: why no word is unknown, and where they hurt
-#
-# The models read and write **subword pieces** (BPE, Sennrich et al. 2016): a frequent word is
-# one piece, a rare one several, a byte the last resort (SentencePiece), so nothing is `<unk>`. **Greedy**
-# decoding takes the likeliest piece at each step; **beam search** keeps the 4 likeliest prefixes.
+# ### Subwords: byte-pair encoding ([Sennrich et al., 2016](https://arxiv.org/abs/1508.07909))
 
 # %% jupyter={"source_hidden": true}
-lecture.subword_table(attnlab.load("transformer-en-fr"))
+lecture.bpe_merges_picture()  # a toy: four words and their counts
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# Rows chosen to show both effects. Over the 1,430 held-out French strings, beam 4 gets 16
-# right word for word that greedy gets wrong, and loses 7 that greedy gets right.
+# Ours: SentencePiece BPE, 4,000 pieces: "Available" is read as Av ##ailable; nothing is `<unk>`.
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Say:
-# - A word vocabulary cannot read a word the training split lacks; subword pieces can.
-# - The cost shows when a rare word is cut up: greedy writes "moets" for "motions"; beam search recovers it.
-# - On the held-out French strings, beam 4 fixes 16 and loses 7: a small net gain.
+# - A word vocabulary cannot read a word the training split lacks: it becomes <unk>.
+# - BPE starts from characters and merges the most frequent adjacent pair, again and again: frequent words end up one piece, rare ones several.
+# - An unseen word is cut by the same merges, in order: "lowest" becomes low + est.
 # If asked:
-# - Why not words: a word the training split lacks becomes <unk>.
-# - The cost: greedy decoding writes "moets" for "motions" and glues "Rapports disponibles" into "Rapporthisponibles"; beam search (the 4 likeliest prefixes kept at each step, no length penalty; library: decode(model, text, beam=4)) recovers both.
-# - Row 1 is wrong in both columns: "Nombre de participant" is a count (the reference: "Numéro de participant").
+# - "##" marks a piece that continues a word (as WordPiece writes it); SentencePiece itself marks word starts with ▁.
+# - Ours: SentencePiece's BPE, 4,000 pieces for both sides, learned on the training split only.
+# - The cost: a rare word cut into pieces can be glued back wrongly (next slide, and the backup's table).
+# Minutes: 1.5
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### Greedy decoding or beam search
+
+# %% jupyter={"source_hidden": true}
+transformer_de = attnlab.load("transformer-en-de")
+lecture.beam_search_picture(transformer_de, "Back to Query", reference="Zurück zur Abfrage")
+
+# %% [markdown] slideshow={"slide_type": "fragment"}
+# Held-out French (1,430 strings): beam 4 rights 16 that greedy gets wrong, and spoils 7.
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
-# - The last row neither fixes: "Follow" with a capital is rare, read as F, ol, low; the output holds two words that do not exist ("Divre", "moitions").
+# Say:
+# - Greedy takes the likeliest piece at each step and never looks back: "zu" (-0.78) beats "zur" (-1.58) at step 2.
+# - Beam search keeps the 4 likeliest prefixes; "zur" survives, and the whole "Zurück zur Abfrage" ends likelier (-1.86 against -2.14).
+# - It is a search at test time, not a remedy for exposure bias; on our strings a small net gain.
+# If asked:
+# - Each box: the prefix's last piece over the log-probability of the whole prefix; below the line, the best two it drops.
+# - No length penalty: the shipped decode(model, text, beam=4).
+# - Beam keeps 4 prefixes where greedy keeps one: each step costs about 4 times more.
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
-# - The fragment's counts are results/language.json's beam_against_greedy (142 strings both get right word for word: the same words, spacing and case aside): a small net gain.
-# - Beam search keeps 4 hypotheses where greedy keeps one, so each step costs more.
-# - The rows were chosen to show both effects; they are not typical, and "Can create motions" is one word from the training string "Can create polls".
-# Minutes: 2
+# - The counts: strings right word for word with one search and not the other (142 both), from results/language.json's beam_against_greedy.
+# - The example was found by a rule (strings of 1-4 words, greedy wrong and beam right, the two parting after their first piece; the fewest steps first).
+# Minutes: 1.5
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ### Ours, and Vaswani et al.'s Table 2: not comparable
@@ -1025,7 +1037,7 @@ lecture.three_attentions(transformer, "3 May 1979")
 # ### Backup: self-attention on real words, one head at a time
 
 # %% jupyter={"source_hidden": true}
-transformer_de, verb = attnlab.load("transformer-en-de"), language["verb_final"]
+verb = language["verb_final"]
 lecture.self_attention_heads(transformer_fr, "Create new cell at the current line", heads=[0, 1])
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
@@ -1297,6 +1309,19 @@ lecture.held_out_example(transformer_de, verb, layer=verb["layer"], head=verb["h
 # Training holds "Clear filters" ("Filter aufheben", another verb) and "All filters" ("Alle
 # Filter": the output is it plus a verb), each one word away: the split's
 # near-twin rule starts at 4 words (the widgets' seen line checks shorter phrases too).
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### Backup: where subwords hurt, and what beam search fixes
+
+# %% jupyter={"source_hidden": true}
+lecture.subword_table(transformer_fr)
+
+# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
+# Three held-out strings, chosen to show the effects; not typical. Row 1 is wrong in both
+# columns: "Nombre de participant" is a count (the reference: "Numéro de participant"). Row 2:
+# greedy glues "Rapports disponibles" into "Rapporthisponibles"; beam search writes it right.
+# Row 3 neither fixes: "Follow" with a capital is rare, read as F, ol, low; the output holds two
+# words that do not exist ("Divre", "moitions").
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Backup: German compounds and rare words
