@@ -120,7 +120,7 @@ def _ranked(vocab, beams, logp: torch.Tensor, shown: int, k: int) -> tuple[Candi
 
 
 # --------------------------------------------------------------------------- drawing in slide px
-_WIDTH = 1200  # px on the slide, both pictures
+_WIDTH = 1150  # px on the slide, both pictures: clear of the navigation arrows at the right
 
 
 def _px_figure(height: float):
