@@ -47,7 +47,7 @@
 # - Instead of squeezing the input into one vector, let the decoder look back at every input position and decide where to look.
 # - Everything shown is live: press Shift+Enter on any code cell.
 # If asked:
-# - The code cells beside the equations show the library's own source: what you see is what runs.
+# - The code on the slides is the library's (the backup shows its source): what you see is what runs.
 # - Every training recipe sets one torch thread; each card records it, train.threads.
 # - The date models trained in 10 s to 2 minutes, the digit-reversal ones in 1 to 19 minutes, the translation ones in at most 10 minutes each: the times are on the cards.
 # Minutes: 1
