@@ -173,7 +173,7 @@ print(f"alpha = {a}: soft {soft.item():.1f}, hard {hard.item():.0f}")
 # - Luong et al. (EMNLP 2015) run the RNN step first, score the current state h_t, and feed c_t through h~_t = tanh(W_c [c_t; h_t]); s^T W_a h is their "general" form, here on Bahdanau's query.
 # - The equations one per line: backup "The equations of Bahdanau et al."; four scores trained, very different alpha maps at the same accuracy: backup "Four scores".
 # - (The paper indexes the target by i and the source by j; we keep t and i. ICLR 2015, arXiv 2014.)
-# Minutes: 2.5
+# Minutes: 4
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ### Watch the decoder attend: row $t$ is $\alpha_{t,1..n}$
@@ -262,13 +262,10 @@ lecture.held_out_example(rnnsearch_fr, language["word_order"], lines=True)
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## The Transformer ([Vaswani et al., 2017](https://arxiv.org/abs/1706.03762))
 #
-# * A seq2seq model with **no RNN and no CNN**: attention alone connects the positions.
-# * Encoder tokens attend to every source token; a decoder token to the decoder tokens up to
-#   its own position (causal mask) and to every source token (cross-attention: Bahdanau's
-#   idea, the decoder queries the encoder's states, with a scaled dot-product score and $h$ heads).
-# * Payoff: an RNN's $h_t$ waits for $h_{t-1}$; self-attention computes all $n$ positions at
-#   once (the encoder, and the decoder in training; decoding still writes one token per step).
-#   The longest chain of operations that must wait for each other (autograd graph):
+# * Seq2seq with **no RNN and no CNN**: attention alone connects the positions (the decoder's
+#   cross-attention is Bahdanau's idea, with a scaled dot-product score and $h$ heads).
+# * An RNN's $h_t$ waits for $h_{t-1}$; self-attention computes all $n$ positions at once
+#   (encoder; decoder in training). Longest chain of operations that wait for each other:
 
 # %% jupyter={"source_hidden": true}
 lecture.sequential_steps(lengths=[8, 32, 128, 512], d=32)
@@ -347,7 +344,7 @@ lecture.positional_encoding_picture(n=40, d=64, at=10)
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # - It does not simply fall off with distance: it falls overall with ripples (local peaks near offsets 6, 12, 18 and 25, the largest at 6), so it tells near from far only roughly.
 # - PE_{pos+k} is a rotation of PE_pos in each (sin, cos) pair, which is why Vaswani et al. hypothesised that relative offsets would be easy to learn.
-# Minutes: 1.5
+# Minutes: 2
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ### Path length: Table 1 of Vaswani et al.
@@ -362,9 +359,8 @@ lecture.positional_encoding_picture(n=40, d=64, at=10)
 # | convolutional | $O(k \cdot n \cdot d^2)$ | $O(1)$ | $O(\log_k(n))$ |
 # | self-attention (restricted to $r$ neighbours) | $O(r \cdot n \cdot d)$ | $O(1)$ | $O(n/r)$ |
 #
-# $n$: sequence length, $d$: representation size, $k$: kernel size. The convolutional path
-# $O(\log_k n)$ is for dilated convolutions; contiguous ones need $\lceil (n-1)/(k-1) \rceil$,
-# $O(n/k)$. Exact counts for the farthest pair, $x_1$ to output $n$: RNN $n$, self-attention 1.
+# $n$: length, $d$: width, $k$: kernel; $O(\log_k n)$ needs dilated convolutions ($O(n/k)$ if
+# contiguous). Farthest pair, $x_1$ to output $n$: RNN $n$ steps, self-attention 1.
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Say:
@@ -409,14 +405,13 @@ lecture.positional_encoding_picture(n=40, d=64, at=10)
 # - Ours, not the paper's: E starts with entries of size 1/sqrt(d_model), so that the logits y E^T are of unit scale, and the factor brings the token vectors back to the scale of the positional encoding.
 # - transformer-dates does not tie and does not scale: its embeddings start at unit scale (torch's default), and multiplying them by sqrt(64) = 8 would drown the positional encoding.
 # - The decoder reads its outputs shifted right: next slide.
-# Minutes: 2.5
+# Minutes: 3.5
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Teacher forcing: training reads the true outputs, shifted right
 #
-# **Training:** the decoder's input at position $t$ is the *true* $y_{t-1}$ ($y_0$ = `<s>`): all
-# positions in one pass; the causal mask keeps position $t$ from seeing $y_t, y_{t+1}, \dots$
-# **Decoding:** $y_{t-1}$ is the model's own output, so step $t$ waits for step $t-1$.
+# **Training:** position $t$ reads the *true* $y_{t-1}$ ($y_0$ = `<s>`): one pass, the causal
+# mask hiding $y_t, y_{t+1}, \dots$ **Decoding:** it reads its own output: one pass per token.
 
 # %% jupyter={"source_hidden": true}
 transformer = attnlab.load("transformer-dates")
@@ -471,7 +466,7 @@ lecture.causal_demo(mask)
 #
 # <img src="../pics/transformer_attention.png" width="79%">
 #
-# Per head: $Q = XW^Q$ looks, $K = XW^K$ is looked for, $V = XW^V$ is handed over.
+# Head $i$: $QW_i^Q$ looks, $KW_i^K$ is looked for, $VW_i^V$ is handed over; self: $Q{=}K{=}V{=}X$.
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Say:
@@ -486,25 +481,6 @@ lecture.causal_demo(mask)
 # - In cross-attention Q comes from the decoder, K and V from the encoder.
 # - Multi-head: h such attentions in parallel on smaller projections, concatenated, times W^O.
 # Minutes: 2
-
-# %% [markdown] slideshow={"slide_type": "subslide"}
-# ### One query's row, on real words
-#
-# The query "new" against every key of a test-split string: scores, softmax, the values mixed.
-
-# %% jupyter={"source_hidden": true}
-transformer_fr = attnlab.load("transformer-en-fr")
-lecture.query_row_picture(transformer_fr, "Create new cell at the current line", "new", head=0)
-
-# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
-# Say:
-# - One row of softmax(QK^T / sqrt(d_k)) V, from the trained weights: the query of "new" against every key.
-# - The scores go through the softmax: "cell", the noun it modifies, gets 0.46; the rest is spread.
-# - What comes out is a mix of values, mostly the value of "cell": "new" now carries what it describes.
-# If asked:
-# - Recomputed from the model's own W^Q, W^K, W^V (pre-LN: of LN(x)); the test suite checks the row equals the model's weights.
-# - Head 1 is the one a rule over the test split picks (the row where a content word's weight goes most to another content word: "Select" -> "type", 0.93, in "Select the type of your Data Source."); on this string it also sends "Create" to "cell" (0.55).
-# Minutes: 1.5
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Self-attention by hand: three tokens
@@ -633,25 +609,28 @@ lecture.alpha_and_occlusion(occlusion["example"], occlusion["agreement"], occlus
 # Minutes: 3
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# ### Translated live: phrases no model saw
+# ### Held-out phrases: five chosen, eight drawn at random
+#
+# Word for word right: 9.7% of the 1,430 held-out strings (`transformer-en-fr`, greedy).
 
 # %% jupyter={"source_hidden": true}
-widgets.PhraseGallery("transformer-en-fr", lecture.PREPARED_PHRASES)
+transformer_fr = attnlab.load("transformer-en-fr")
+held_out = lecture.PREPARED_PHRASES + lecture.drawn_phrases(transformer_fr, count=8, seed=0)
+widgets.PhraseGallery("transformer-en-fr", held_out)  # translated once, when the cell ran
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Say:
-# - Strings of two applications no model saw (Trac, OpenSlides): pick them from the menu; the line beside the picture says whether the phrase was in training.
-# - "previous version" becomes "version précédente": the rows cross, as in Fig. 3.
-# - The last one fails: "motions", barely seen, is cut into pieces and glued back wrongly.
+# - Strings of two applications no model saw (Trac, OpenSlides), translated when the cell ran: first five I chose, then eight drawn at random.
+# - The chosen ones show the good case: "previous version" becomes "version précédente", the rows cross as in Fig. 3; the fifth fails.
+# - The random ones are the honest picture: one of eight is the reference word for word, about the 9.7% of the whole split.
 # If asked:
-# - A phrase from the room: the backup's stepper (type it, Enter). It learned interface strings, not sentences, and reads case as written; the seen line tells memory from generalisation.
-# - Cross-attention of the last decoder layer, mean of its 4 heads; rows: the output pieces.
+# - A phrase from the room: the backup's stepper (type it, Enter); the line beside the output says whether it was in training.
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
-# - None of the five is in the training split nor one word from a string there (checked for the 3-word ones too); each is translated once and stored, so the menu works in the exported page too.
-# - "Show previous version in browser" comes out as the reference word for word, "Afficher la version précédente dans le navigateur"; "Show internal items" swaps the same way ("éléments internes").
-# - The failure: "Can support motions" gives "Peut supporttions de support".
-# Minutes: 2.5
+# - The draw: random.Random(0) among the held-out strings of 2-6 words without placeholders, none in the training split nor one word from a string there (lecture.drawn_phrases); each menu entry says ✓ or gives the reference.
+# - Cross-attention of the last decoder layer, mean of its 4 heads; rows: the output pieces.
+# - The chosen failure: "Can support motions" gives "Peut supporttions de support".
+# Minutes: 3
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Subwords: byte-pair encoding ([Sennrich et al., 2016](https://arxiv.org/abs/1508.07909))
@@ -660,7 +639,7 @@ widgets.PhraseGallery("transformer-en-fr", lecture.PREPARED_PHRASES)
 lecture.bpe_merges_picture()  # a toy: four words and their counts
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# Ours: SentencePiece BPE, 4,000 pieces: "Available" is read as Av ##ailable; nothing is `<unk>`.
+# Ours: 4,000 pieces (SentencePiece): "available" is one, "Available" two (Av ##ailable).
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Say:
@@ -669,24 +648,23 @@ lecture.bpe_merges_picture()  # a toy: four words and their counts
 # - An unseen word is cut by the same merges, in order: "lowest" becomes low + est.
 # If asked:
 # - "##" marks a piece that continues a word (as WordPiece writes it); SentencePiece itself marks word starts with ▁.
-# - Ours: SentencePiece's BPE, 4,000 pieces for both sides, learned on the training split only.
+# - Ours: SentencePiece's BPE, 4,000 pieces for both sides, learned on the training split only; case matters: "available" is one piece, "Available" two. Nothing is <unk>: a byte is the last resort.
 # - The cost: a rare word cut into pieces can be glued back wrongly (next slide, and the backup's table).
-# Minutes: 1.5
+# Minutes: 2
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Greedy decoding or beam search
 
 # %% jupyter={"source_hidden": true}
-transformer_de = attnlab.load("transformer-en-de")
-lecture.beam_search_picture(transformer_de, "Back to Query", reference="Zurück zur Abfrage")
+lecture.beam_search_picture(transformer_fr, "Special values", reference="Valeurs spéciales")
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # Held-out French (1,430 strings): beam 4 rights 16 that greedy gets wrong, and spoils 7.
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Say:
-# - Greedy takes the likeliest piece at each step and never looks back: "zu" (-0.78) beats "zur" (-1.58) at step 2.
-# - Beam search keeps the 4 likeliest prefixes; "zur" survives, and the whole "Zurück zur Abfrage" ends likelier (-1.86 against -2.14).
+# - Greedy takes the likeliest piece at each step and never looks back: at step 4 "spéc ##i" (-2.38) beats "spéc ##ial" (-3.31).
+# - Beam search keeps the 4 likeliest prefixes; "##ial" survives, and the whole "Valeurs spéciales", the adjective agreeing with its noun, ends likelier (-3.50 against -3.91).
 # - It is a search at test time, not a remedy for exposure bias; on our strings a small net gain.
 # If asked:
 # - Each box: the prefix's last piece over the log-probability of the whole prefix; below the line, the best two it drops.
@@ -695,8 +673,8 @@ lecture.beam_search_picture(transformer_de, "Back to Query", reference="Zurück 
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # - The counts: strings right word for word with one search and not the other (142 both), from results/language.json's beam_against_greedy.
-# - The example was found by a rule (strings of 1-4 words, greedy wrong and beam right, the two parting after their first piece; the fewest steps first).
-# Minutes: 1.5
+# - The example was found by a rule: held-out strings of 1-4 words, new (not in training, nor one word from or inside a training string), greedy wrong and beam right, at most 6 steps: on the French held-out split it is the only one.
+# Minutes: 2
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ### Ours, and Vaswani et al.'s Table 2: not comparable
@@ -707,7 +685,7 @@ lecture.beam_search_picture(transformer_de, "Back to Query", reference="Zurück 
 lecture.vaswani_table(language)
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# Dashed: the dictionary, held out: above German, level with French (p = 0.07).
+# Dashed: the dictionary on held-out text; it beats German, ties French (p = 0.07).
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Say:
@@ -1037,7 +1015,7 @@ lecture.three_attentions(transformer, "3 May 1979")
 # ### Backup: self-attention on real words, one head at a time
 
 # %% jupyter={"source_hidden": true}
-verb = language["verb_final"]
+transformer_de, verb = attnlab.load("transformer-en-de"), language["verb_final"]
 lecture.self_attention_heads(transformer_fr, "Create new cell at the current line", heads=[0, 1])
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
@@ -1215,6 +1193,23 @@ widgets.PathLengthExplorer()
 # path is n (x_1 -> h_1, then n - 1 recurrent steps), the contiguous convolution's grows with
 # n/k, the dilated one's with log_k n (Table 1's O(log_k n) is this one), and self-attention's
 # stays 1.
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### Backup: one query's row, on real words
+#
+# The query "new" against every key of a test-split string: scores, softmax, the values mixed.
+
+# %% jupyter={"source_hidden": true}
+lecture.query_row_picture(transformer_fr, "Create new cell at the current line", "new", head=0)
+
+# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
+# Say:
+# - One row of softmax(QK^T / sqrt(d_k)) V, from the trained weights: the query of "new" against every key.
+# - The scores go through the softmax: "cell" gets 0.46 (one head, one row: no role is read off it); the rest is spread.
+# - What comes out is a mix of values, mostly the value of "cell".
+# If asked:
+# - Recomputed from the model's own W^Q, W^K, W^V (pre-LN: of LN(x)); the test suite checks the row equals the model's weights.
+# - Head 1 is the one a rule over the test split picks (the row where a content word's weight goes most to another content word: "Select" -> "type", 0.93, in "Select the type of your Data Source."); on this string it also sends "Create" to "cell" (0.55).
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Backup: $Q$, $K$ and $V$ of the trained model

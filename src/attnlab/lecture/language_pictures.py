@@ -3,17 +3,21 @@ beside occlusion (the examples are found and stored by :mod:`attnlab.experiments
 
 from __future__ import annotations
 
+import random
+
 import numpy as np
 
 from attnlab.decode import decode
 from attnlab.lecture.display import CELL_PX, MAX_WIDTH_PX, OUTPUT_AREA_PX, Picture, Table
 from attnlab.pictures import canvas, heatmaps
 from attnlab.pictures.typography import CHAR_WIDTH, TYPE
+from attnlab.text import seen
 from attnlab.text.corpus import load_corpus
 from attnlab.text.vocab import tokenize
 
 __all__ = [
     "PREPARED_PHRASES",
+    "drawn_phrases",
     "SUBWORD_PHRASES",
     "self_attention_heads",
     "held_out_example",
@@ -26,12 +30,40 @@ __all__ = [
 #: word from a string there (tests/test_phrase_gallery.py), and one honest failure, a word
 #: the model has barely seen ("motions": "Peut supporttions de support").
 PREPARED_PHRASES = [
-    ("Show previous version in browser", "held out"),
-    ("Show internal items", "held out"),
-    ("Hide this warning", "held out"),
-    ("View the ticket description", "held out"),
-    ("Can support motions", "held out: an honest failure"),
+    ("Show previous version in browser", "chosen"),
+    ("Show internal items", "chosen"),
+    ("Hide this warning", "chosen"),
+    ("View the ticket description", "chosen"),
+    ("Can support motions", "chosen: an honest failure"),
 ]
+
+
+def drawn_phrases(model, count: int = 8, seed: int = 0, words: tuple[int, int] = (2, 6)):
+    """``count`` strings of the held-out packages drawn at random (``random.Random(seed)``),
+    as (English, note) pairs for :class:`attnlab.widgets.PhraseGallery`: not a selection of
+    successes.  Drawn among the strings of ``words`` words (bounds included) without
+    placeholders that were neither in the training split nor one word from a string there
+    (:mod:`attnlab.text.seen`); each note says whether ``model`` (greedy) writes the reference
+    word for word (✓) or not (✗, with the reference)."""
+    if not isinstance(count, int) or isinstance(count, bool) or not 1 <= count <= 20:
+        raise ValueError(f"count must be an int from 1 to 20; got {count!r:.20}")
+    task = (getattr(model, "card", None) or {}).get("task", "")
+    if not task.startswith("en-"):
+        raise ValueError(f"drawn_phrases needs a translation model; got task {task!r}")
+    lang = task[3:]
+    index = seen.seen_index(lang)
+    lo, hi = words
+    pool = [
+        (en, ref)
+        for en, ref in load_corpus(lang)["unseen"]
+        if lo <= len(en.split()) <= hi and "{" not in en and seen.verdict(index, en).kind == "new"
+    ]
+    drawn = random.Random(seed).sample(pool, min(count, len(pool)))
+    notes = []
+    for en, ref in drawn:
+        right = tokenize(decode(model, en).text, lower=False) == tokenize(ref, lower=False)
+        notes.append((en, "random: ✓ the reference" if right else f"random: ✗ ref. {ref}"))
+    return notes
 
 
 def _sized_heatmaps(
@@ -168,12 +200,12 @@ def held_out_example(
 
 def alpha_and_occlusion(example: dict, agreement: float, chance: float) -> Picture:
     """alpha beside occlusion (the drop of log p(y_t) when source piece i is hidden, as a share
-    of the largest drop); ``agreement`` over the test split, beside ``chance`` (random picks)."""
+    of the largest drop of its row: each output step on alpha's scale, 0 to 1); ``agreement`` over the test split, beside ``chance`` (random picks)."""
     x = example["source_tokens"][:-1]  # without <eos>
     y = example["output_tokens"]
     alpha = np.asarray(example["alpha"])[:, :-1]  # (T, n - 1)
     drop = np.clip(np.asarray(example["occlusion"]), 0, None)  # (T, n - 1) nats
-    costs = "cost of hiding piece i (/ largest)"
+    costs = "cost of hiding piece i (/ row's largest)"
     t, a, k = example["step"], example["alpha_argmax"], example["occlusion_argmax"]
 
     def draw():
@@ -183,7 +215,7 @@ def alpha_and_occlusion(example: dict, agreement: float, chance: float) -> Pictu
             left, alpha, x, y, title="alpha", xlabel="source i", ylabel="output t", sizes=sizes
         )
         heatmaps.still_heatmap(
-            right, drop / max(drop.max(), 1e-9), x, y, title=costs,
+            right, drop / np.maximum(drop.max(axis=1, keepdims=True), 1e-9), x, y, title=costs,
             xlabel="source i", ylabel="", sizes=sizes,
         )  # fmt: skip
         right.tick_params(labelleft=False)

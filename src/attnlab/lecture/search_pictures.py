@@ -41,10 +41,11 @@ __all__ = [
 ]
 
 #: The beam picture's example (model, English, reference): a string of a held-out package (the
-#: split "unseen") that greedy decoding gets wrong and beam search of width 4 writes exactly.
-#: Greedy writes "Zurück zu Abfrage": "zu" is the likeliest second piece, but "Abfrage" after
-#: it is unlikely; beam 4 keeps "zur" too, and "Zurück zur Abfrage" wins as a whole.
-BEAM_PHRASE = ("transformer-en-de", "Back to Query", "Zurück zur Abfrage")
+#: split "unseen"), neither in training nor one word from nor inside a training string, that
+#: greedy decoding gets wrong and beam search of width 4 writes exactly.  Greedy writes
+#: "Valeurs spéciaux": "##i" is the likelier fourth piece, but the ending after it is not;
+#: beam 4 keeps "##ial" too, and "Valeurs spéciales" (the adjective agreeing) wins as a whole.
+BEAM_PHRASE = ("transformer-en-fr", "Special values", "Valeurs spéciales")
 
 
 # --------------------------------------------------------------------------- the traced search

@@ -228,9 +228,9 @@ def seq2seq_attention() -> Figure:
             2.9,
         ),
         (
-            r"$\alpha_{t,i} = \frac{\exp(\mathrm{score}(s_{t-1}, h_i))}"
-            r"{\sum_{j=1}^{n}\exp(\mathrm{score}(s_{t-1}, h_j))}$",
-            "weights, sum to 1 over i",
+            # a softmax over i, written without a fraction: a fraction's type is 0.7 as tall
+            r"$\alpha_{t,i} = \mathrm{softmax}_i\,\mathrm{score}(s_{t-1}, h_i)$",
+            "weights: positive, sum to 1 over i",
             6.75,
             None,
         ),
