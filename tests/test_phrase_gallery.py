@@ -128,3 +128,34 @@ def test_a_whole_decoding_boxes_no_row_while_a_step_boxes_its_own(gallery):
 
     stepper = DecodeStepper("transformer-en-fr", text=PREPARED_PHRASES[0][0])
     assert _red_pixels(stepper.png()) > 100  # the stepper's present row, boxed
+
+
+def test_drawn_phrases_are_a_seeded_draw_of_new_held_out_strings_marked_right_or_wrong():
+    from attnlab.lecture import drawn_phrases
+    from attnlab.training.checkpoints import load
+
+    model = load("transformer-en-fr")
+    drawn = drawn_phrases(model, count=8, seed=0)
+    assert drawn == drawn_phrases(model, count=8, seed=0)  # the same draw every run
+    assert drawn != drawn_phrases(model, count=8, seed=1)
+    references = dict(load_corpus("fr")["unseen"])
+    index = seen.seen_index("fr")
+    for text, note in drawn:
+        assert text in references and 2 <= len(text.split()) <= 6
+        assert seen.verdict(index, text).kind == "new"
+        right = tokenize(decode(model, text).text, lower=False) == tokenize(
+            references[text], lower=False
+        )
+        assert note == (
+            "random: ✓ the reference" if right else f"random: ✗ ref. {references[text]}"
+        )
+    assert any("✗" in note for _, note in drawn), "a random draw of all successes: not ~10%"
+
+
+@pytest.mark.parametrize("count", [0, 21, 2.5, True])
+def test_drawn_phrases_refuse_a_bad_count_in_one_line(count):
+    from attnlab.lecture import drawn_phrases
+    from attnlab.training.checkpoints import load
+
+    with pytest.raises(ValueError, match="count must be an int from 1 to 20"):
+        drawn_phrases(load("transformer-en-fr"), count=count)
