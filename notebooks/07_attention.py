@@ -466,11 +466,12 @@ lecture.causal_demo(mask)
 #
 # <img src="../pics/transformer_attention.png" width="79%">
 #
-# Head $i$: $QW_i^Q$ looks, $KW_i^K$ is looked for, $VW_i^V$ is handed over; self: $Q{=}K{=}V{=}X$.
+# Each head projects its own query (it looks), key (it is looked for) and value (handed over).
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Say:
 # - The soft dictionary lookup again, for all queries at once as one matrix product, with dot-product scores divided by sqrt(d_k).
+# - Head i projects its inputs: Q W_i^Q, K W_i^K, V W_i^V (in self-attention Q = K = V = X, the layer's input).
 # - Keys match, values mix: what makes a token easy to find need not be what it should hand over.
 # If asked:
 # - In self-attention Q = xW^Q, K = xW^K, V = xW^V are three linear maps of the same token vectors x (backup: recomputed from the trained model).

@@ -32,7 +32,7 @@ from .decode_frames import DecodeFrames
 __all__ = ["PhraseGallery", "phrase_words"]
 
 #: The smallest picture's height (px): under the one row of controls it ends above 720 px.
-HEIGHT_PX = 520
+HEIGHT_PX = 500
 
 
 def phrase_words(text: str, translation: str, verdict: seen.Seen) -> str:
