@@ -485,11 +485,11 @@ def test_beam_against_greedy_counts_the_strings_each_alone_gets_right(models):
 
 
 def test_the_decks_beam_counts_are_the_measured_ones():
-    """The subword slide's fragment quotes results/language.json's beam against greedy."""
+    """The beam slide's fragment quotes results/language.json's beam against greedy."""
     deck = (Path(__file__).resolve().parents[1] / "notebooks" / "07_attention.py").read_text()
-    said = re.search(r"Over the ([\d,]+) held-out French strings, beam (\d+) gets (\d+)\n?#? ?"
-                     r"right word for word that greedy gets wrong, and loses (\d+)", deck)  # fmt: skip
-    assert said, "the subword slide no longer quotes the beam counts"
+    said = re.search(r"Held-out French \(([\d,]+) strings\): beam (\d+) rights (\d+) that greedy"
+                     r" gets wrong, and spoils (\d+)", deck)  # fmt: skip
+    assert said, "the beam slide no longer quotes the beam counts"
     measured = load_results()["beam_against_greedy"]
     assert [int(g.replace(",", "")) for g in said.groups()] == [
         measured["strings"],
