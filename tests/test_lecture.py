@@ -303,6 +303,32 @@ def test_teacher_forcing_needs_one_pass_and_decoding_one_per_token(transformer):
     assert "in 1 pass" in table.caption and "took 11 passes" in table.caption
 
 
+def test_a_forced_mistake_is_written_then_decoding_goes_on_from_it(transformer):
+    from attnlab.decode import greedy
+
+    table = lecture.teacher_forcing(transformer, "3 May 1979", "1979-05-03", mistake=(3, "-"))
+    label, *written = table.rows[-1]
+    assert label == "decoding, y₃ forced to '-'"
+    assert written[:3] == ["1", "9", "-"]  # its own first two outputs, then the mistake
+    vocab = transformer.tgt_vocab
+    src = transformer.source_ids(transformer.prepare("3 May 1979"))
+    after = greedy(transformer, src, forced=[vocab.stoi[c] for c in "19-"])[0]
+    assert "".join(w for w in written if w not in ("<eos>", "")) == "".join(
+        vocab.itos[i] for i in after
+    )
+    assert "".join(written[:-1]) != "1979-05-03"  # it does not recover: a prefix never read
+    untouched = greedy(transformer, src)[0]
+    assert greedy(transformer, src, forced=untouched[:4])[0] == untouched  # forcing its own
+
+
+@pytest.mark.parametrize("mistake", [(0, "8"), (12, "8"), (3, "xyz"), ("3", "8")])
+def test_a_mistake_outside_the_output_or_the_vocabulary_is_refused_in_one_line(
+    transformer, mistake
+):
+    with pytest.raises(ValueError, match="mistake must be"):
+        lecture.teacher_forcing(transformer, "3 May 1979", "1979-05-03", mistake=mistake)
+
+
 def test_keeping_every_head_changes_nothing_and_the_hooks_go_away(transformer):
     src = transformer.encode_source("3 May 1979")
     tgt_in = torch.tensor([[transformer.tgt_vocab.sos]])

@@ -377,11 +377,15 @@ def steps(model: Seq2Seq, text: object, beam: int | None = None) -> Iterator[Ste
 
 
 # --------------------------------------------------------------------------- greedy
-def greedy(model: Seq2Seq, src: Tensor, src_len: Tensor | None = None) -> list[list[int]]:
+def greedy(
+    model: Seq2Seq, src: Tensor, src_len: Tensor | None = None, forced: list[int] | None = None
+) -> list[list[int]]:
     """Greedy decoding of a batch: y_t = argmax p(y | y_<t, x) until <eos> or max_tgt_len.
 
     src (B, n) padded source ids -> one list of output ids per example (without <eos>, at
-    most ``model.max_tgt_len`` long, never a special token).
+    most ``model.max_tgt_len`` long, never a special token).  ``forced``: the first outputs
+    of every example, written whatever the model prefers (a prefix it may never have seen),
+    greedy from there on.
     """
     allowed, eos = allowed_tokens(model.tgt_vocab), model.tgt_vocab.eos
     rule = RepeatRule(model.tgt_vocab)
@@ -396,6 +400,8 @@ def greedy(model: Seq2Seq, src: Tensor, src_len: Tensor | None = None) -> list[l
             step = model.step(state, y)
             may = allowed & ~rule.banned(counts)  # (B, V)
             state, y = step.state, _masked(step.logits, may).argmax(dim=-1)  # (B,)
+            if forced and len(out) < len(forced):
+                y = torch.full_like(y, forced[len(out)])  # the prefix, not the model's choice
             counts = rule.written(counts, y)
             out.append(y)
             done |= y == eos

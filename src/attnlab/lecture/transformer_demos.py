@@ -175,13 +175,15 @@ class _Calls:
         self.handle.remove()
 
 
-def teacher_forcing(model, text: str, target: str) -> Table:
+def teacher_forcing(model, text: str, target: str, mistake: tuple[int, str] | None = None):
     """Training against decoding on one example of a trained Transformer.
 
     Training (teacher forcing): the decoder reads the true target shifted right, ``<s>``,
     y_1, ..., y_{T-1}, and predicts y_t at every position t in ONE pass.  Decoding: it reads
     its own previous outputs, so output t needs output t-1: T passes.  The passes are counted
-    with a hook on the model's output layer, not assumed.
+    with a hook on the model's output layer, not assumed.  ``mistake`` = (t, token): one more
+    row, decoding with output t forced to ``token`` (1-based), what the model writes after a
+    mistake it never read in training (exposure bias).
     """
     prepared = model.prepare(text)
     src = model.source_ids(prepared)  # (1, n)
@@ -207,13 +209,23 @@ def teacher_forcing(model, text: str, target: str) -> Table:
         f"({right} of {len(inputs)} right); decoding took {decoding.count} passes, one per token"
     )
     pad = lambda row: row + [""] * (len(inputs) - len(row))  # noqa: E731
-    return Table(
-        ["t", *(str(t) for t in range(1, len(inputs) + 1))],
-        [
-            ["input (shifted right)", *inputs],
-            ["training: predicted", *pad(forced)],
-            ["decoding: output", *pad(decoded)],
-        ],
-        caption,
-        first_width=22,
-    )
+    rows = [
+        ["input (shifted right)", *inputs],
+        ["training: predicted", *pad(forced)],
+        ["decoding: output", *pad(decoded)],
+    ]
+    if mistake is not None:
+        t, token = mistake
+        if not (isinstance(t, int) and 1 <= t <= len(ids)) or token not in vocab.stoi:
+            raise ValueError(f"mistake must be (t, token) with t in 1..{len(ids)} and a token "
+                             f"the model writes; got {mistake!r:.40}")  # fmt: skip
+        prefix = [*ids[: t - 1], vocab.stoi[token]]  # its own outputs, then the mistake
+        after = greedy(model, src, forced=prefix)[0]
+        written = [vocab.itos[i] for i in after] + ["<eos>"]
+        if len(written) > len(inputs):  # longer than the table: cut, and say so
+            written = [*written[: len(inputs) - 1], "…"]
+        rows.append([f"decoding, y{str(t).translate(_SUB)} forced to {token!r}", *pad(written)])
+    return Table(["t", *(str(t) for t in range(1, len(inputs) + 1))], rows, caption, first_width=22)
+
+
+_SUB = str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉")
