@@ -156,7 +156,7 @@ print(f"alpha = {a}: soft {soft.item():.1f}, hard {hard.item():.0f}")
 #
 # Keep **every** $h_i$; step $t$ scores each with the query $s_{t-1}$:
 # $\mathrm{score}(s_{t-1},h_i) = v^\top \tanh(W s_{t-1} + U h_i)$ (Bahdanau's, ours) or
-# $s_{t-1}^\top W_a h_i$ (Luong's general form, on $s_{t-1}$).
+# Luong's general $h_t^\top W_a \bar h_s$ (on the state after the step, $h_t$ in his notation).
 #
 # <img src="../pics/seq2seq_attention.png" width="86%">
 
@@ -187,7 +187,7 @@ widgets.DecodeStepper()  # the shipped rnnsearch-dates; more models in the model
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Say:
 # - Row t is alpha_{t,1..n}: the weights the decoder gives the source characters while writing output character t.
-# - The year digits attend to the year, the month digits to the month name.
+# - The year digits attend to the year; the day's leading 0 reads the month (inferred, not copied).
 # - alpha weighs states, not characters: the bi-GRU's attention often sits one character off.
 # If asked:
 # - Step through "3 May 1979" with the play button; a date from the room only if time allows ("tuesday december 31 2099" and "01/02/1903" work).
@@ -234,7 +234,7 @@ lecture.held_out_example(rnnsearch_fr, language["word_order"], lines=True)
 # <img src="../pics/seq2seq_attention_length.png" width="95%">
 #
 # Left: digits, 1000 steps of 128 strings per model. Right: our EN→FR models on held-out
-# packages (95% intervals): attention ahead by 4 on 1-3 words, 8-10 beyond; a dictionary above both.
+# packages (95% intervals): attention ahead by 4 on 1-3 words, 8 to 10.4 beyond; a dictionary above both.
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Say:
@@ -251,7 +251,7 @@ lecture.held_out_example(rnnsearch_fr, language["word_order"], lines=True)
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # - Backup: where it breaks; the model without attention given more compute is in the backup too.
 # - Right: the same two designs on real language, our English→French RNNEncDec and RNNSearch scored on the held-out packages (chrF by English length, sacrebleu's paired bootstrap in each bucket; every gain has p < 0.01).
-# - Attention is ahead by 4.2 chrF on 1-3 words and by 8-10 from 4 words on, where the model without attention keeps falling; RNNSearch falls too (40.0 to 35.1).
+# - Attention is ahead by 4.2 chrF on 1-3 words and by 8-10 from 4 words on, where the model without attention keeps falling; RNNSearch falls too from its 4-6 word peak (40.0 to 35.1; 37.3 on 1-3 words).
 # - Past 4 words the gap stays within the intervals rather than widening: a lead at every length on strings no model has seen, not yet Bahdanau's widening gap (our strings stop at 15 words).
 # - On the in-domain test split: +3.6, +5.7, +8.7, +9.8.
 
@@ -415,19 +415,18 @@ lecture.positional_encoding_picture(n=40, d=64, at=10)
 
 # %% jupyter={"source_hidden": true}
 transformer = attnlab.load("transformer-dates")
-lecture.teacher_forcing(transformer, "3 May 1979", "1979-05-03")
+lecture.teacher_forcing(transformer, "3 May 1979", "1979-05-03", mistake=(3, "-"))
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# **Exposure bias:** in training the decoder never reads its own mistakes; at test time one
-# early mistake leads it into prefixes it never saw. Remedies in training: scheduled sampling
-# (Bengio et al., 2015), sequence-level training (Ranzato et al., 2016). (Beam search is another
-# matter: a test-time search that keeps several prefixes.)
+# **Exposure bias** (last row): training never shows the decoder its own mistakes; forced to
+# write "-" at step 3, it goes on from a prefix it never read and writes no date. Remedies in
+# training: scheduled sampling (Bengio et al., 2015), sequence-level training (Ranzato et al., 2016).
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Say:
 # - Training predicts all 11 positions in 1 pass; decoding needs 11 passes, one per token.
 # - So the Transformer trains in parallel over positions but still writes one token at a time.
-# - Exposure bias: in training the decoder never reads its own mistakes.
+# - Exposure bias, the last row: forced to write "-" at step 3 (a mistake training never showed it), it goes on into "19-09-03-0", no date.
 # If asked:
 # - Live on the trained transformer-dates. The passes are counted (a hook on the output layer), not assumed.
 # - An RNN is sequential in both (its state s_t needs s_{t-1} even when the inputs are known).
@@ -514,12 +513,31 @@ alpha.round(decimals=2)  # the table's weights; out is its last column
 # - The library's function gives the same numbers (the cell). A trained layer only adds the three projections W^Q, W^K, W^V in front.
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
-# - Why W^Q differs from W^K (the fragment): with Q = K, as here, the scores are symmetric (x_1 scores x_3 as x_3 scores x_1), so no relation can go one way, and a token's score with itself, |x|^2, at least ties every key no longer than it (x_1 scores x_3 as high as itself: 0.40 and 0.40).
+# - Why W^Q differs from W^K (the fragment): with Q = K, as here, the scores are symmetric (x_1 scores x_3 as x_3 scores x_1), so no relation can go one way, and a token's score with itself, |x|^2, at least ties every key no longer than it (x_3 scores itself 2 and x_1, x_2 only 1; x_1 even ties x_3 with itself, 0.40 and 0.40, as x_3 is longer).
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # - With W^Q = [[0, 1], [1, 0]] and W^K = I, x_1's query is (0, 1): its scores are those of row x_2 (0, 0.71, 0.71), its weights 0.20, 0.40, 0.40, so x_1 now looks at the tokens that have the feature it lacks.
 # - Two maps let a token look for others; V's own map decides what it then takes from them.
 # Minutes: 3
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### One query's row, on real words
+#
+# The query "new" against every key of a test-split string: scores, softmax, the values mixed.
+
+# %% jupyter={"source_hidden": true}
+transformer_fr = attnlab.load("transformer-en-fr")
+lecture.query_row_picture(transformer_fr, "Create new cell at the current line", "new", head=0)
+
+# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
+# Say:
+# - One row of softmax(QK^T / sqrt(d_k)) V, from the trained weights: the query of "new" against every key.
+# - The scores go through the softmax: "cell" gets 0.46 (one head, one row: no role is read off it); the rest is spread.
+# - What comes out is a mix of values, mostly the value of "cell".
+# If asked:
+# - Recomputed from the model's own W^Q, W^K, W^V (pre-LN: of LN(x)); the test suite checks the row equals the model's weights.
+# - Head 1 is the one a rule over the test split picks (the row where a content word's weight goes most to another content word: "Select" -> "type", 0.93, in "Select the type of your Data Source."); on this string it also sends "Create" to "cell" (0.55).
+# Minutes: 1.5
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Why divide by $\sqrt{d_k}$? Independent $N(0,1)$ entries: $\mathrm{Var}(q^\top k) = d_k$
@@ -581,9 +599,10 @@ assert torch.allclose(out, mha(x, x, x), atol=1e-6)  # = the library's
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ### Attention is not always an explanation
 #
-# Hide one source piece at a time (as `<unk>`, never read in training): how far does the output piece's probability
-# drop? Beside it, $\alpha$ (`rnnsearch-en-fr`), at their worst disagreement. Over the test
-# split the two pick the same source piece at 34% of the steps (by chance: 13.7%):
+# Hide one source piece (as `<unk>`): how far does the output piece's probability drop? Beside
+# $\alpha$ (`rnnsearch-en-fr`), at their worst disagreement; over the test split they pick the
+# same piece at 34% of the steps (chance, 1/n on average: 13.7%). Occlusion has flaws too:
+# `<unk>` is out of distribution, and hiding one of two redundant pieces costs little.
 
 # %% jupyter={"source_hidden": true}
 occlusion = language["alpha_vs_occlusion"]
@@ -612,10 +631,9 @@ lecture.alpha_and_occlusion(occlusion["example"], occlusion["agreement"], occlus
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Held-out phrases: five chosen, eight drawn at random
 #
-# Word for word right: 9.7% of the 1,430 held-out strings (`transformer-en-fr`, greedy).
+# Same words as the reference: 149 of 1,430 held-out strings (10.4%, greedy).
 
 # %% jupyter={"source_hidden": true}
-transformer_fr = attnlab.load("transformer-en-fr")
 held_out = lecture.PREPARED_PHRASES + lecture.drawn_phrases(transformer_fr, count=8, seed=0)
 widgets.PhraseGallery("transformer-en-fr", held_out)  # translated once, when the cell ran
 
@@ -623,7 +641,7 @@ widgets.PhraseGallery("transformer-en-fr", held_out)  # translated once, when th
 # Say:
 # - Strings of two applications no model saw (Trac, OpenSlides), translated when the cell ran: first five I chose, then eight drawn at random.
 # - The chosen ones show the good case: "previous version" becomes "version précédente", the rows cross as in Fig. 3; the fifth fails.
-# - The random ones are the honest picture: one of eight is the reference word for word, about the 9.7% of the whole split.
+# - The random ones are the honest picture: one of eight has the reference's words, near the 10.4% of the whole split (exact string match: 9.7%).
 # If asked:
 # - A phrase from the room: the backup's stepper (type it, Enter); the line beside the output says whether it was in training.
 
@@ -632,26 +650,6 @@ widgets.PhraseGallery("transformer-en-fr", held_out)  # translated once, when th
 # - Cross-attention of the last decoder layer, mean of its 4 heads; rows: the output pieces.
 # - The chosen failure: "Can support motions" gives "Peut supporttions de support".
 # Minutes: 3
-
-# %% [markdown] slideshow={"slide_type": "subslide"}
-# ### Subwords: byte-pair encoding ([Sennrich et al., 2016](https://arxiv.org/abs/1508.07909))
-
-# %% jupyter={"source_hidden": true}
-lecture.bpe_merges_picture()  # a toy: four words and their counts
-
-# %% [markdown] slideshow={"slide_type": "fragment"}
-# Ours: 4,000 pieces (SentencePiece): "available" is one, "Available" two (Av ##ailable).
-
-# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
-# Say:
-# - A word vocabulary cannot read a word the training split lacks: it becomes <unk>.
-# - BPE starts from characters and merges the most frequent adjacent pair, again and again: frequent words end up one piece, rare ones several.
-# - An unseen word is cut by the same merges, in order: "lowest" becomes low + est.
-# If asked:
-# - "##" marks a piece that continues a word (as WordPiece writes it); SentencePiece itself marks word starts with ▁.
-# - Ours: SentencePiece's BPE, 4,000 pieces for both sides, learned on the training split only; case matters: "available" is one piece, "Available" two. Nothing is <unk>: a byte is the last resort.
-# - The cost: a rare word cut into pieces can be glued back wrongly (next slide, and the backup's table).
-# Minutes: 2
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Greedy decoding or beam search
@@ -666,13 +664,14 @@ lecture.beam_search_picture(transformer_fr, "Special values", reference="Valeurs
 # Say:
 # - Greedy takes the likeliest piece at each step and never looks back: at step 4 "spéc ##i" (-2.38) beats "spéc ##ial" (-3.31).
 # - Beam search keeps the 4 likeliest prefixes; "##ial" survives, and the whole "Valeurs spéciales", the adjective agreeing with its noun, ends likelier (-3.50 against -3.91).
-# - It is a search at test time, not a remedy for exposure bias; on our strings a small net gain.
+# - The boxes hold subword pieces: ## continues a word, so no word is unknown (how the pieces are learned: backup, byte-pair encoding).
 # If asked:
+# - A search at test time, not a remedy for exposure bias; on our strings a small net gain.
 # - Each box: the prefix's last piece over the log-probability of the whole prefix; below the line, the best two it drops.
 # - No length penalty: the shipped decode(model, text, beam=4).
-# - Beam keeps 4 prefixes where greedy keeps one: each step costs about 4 times more.
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
+# - Beam keeps 4 prefixes where greedy keeps one: each step costs about 4 times more.
 # - The counts: strings right word for word with one search and not the other (142 both), from results/language.json's beam_against_greedy.
 # - The example was found by a rule: held-out strings of 1-4 words, new (not in training, nor one word from or inside a training string), greedy wrong and beam right, at most 6 steps: on the French held-out split it is the only one.
 # Minutes: 2
@@ -686,7 +685,7 @@ lecture.beam_search_picture(transformer_fr, "Special values", reference="Valeurs
 lecture.vaswani_table(language)
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# Dashed: the dictionary on held-out text; it beats German, ties French (p = 0.07).
+# Dashed: dictionary, held out. chrF: beats German, ties French; BLEU: French 33.0 vs 29.6.
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Say:
@@ -1196,23 +1195,6 @@ widgets.PathLengthExplorer()
 # stays 1.
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# ### Backup: one query's row, on real words
-#
-# The query "new" against every key of a test-split string: scores, softmax, the values mixed.
-
-# %% jupyter={"source_hidden": true}
-lecture.query_row_picture(transformer_fr, "Create new cell at the current line", "new", head=0)
-
-# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
-# Say:
-# - One row of softmax(QK^T / sqrt(d_k)) V, from the trained weights: the query of "new" against every key.
-# - The scores go through the softmax: "cell" gets 0.46 (one head, one row: no role is read off it); the rest is spread.
-# - What comes out is a mix of values, mostly the value of "cell".
-# If asked:
-# - Recomputed from the model's own W^Q, W^K, W^V (pre-LN: of LN(x)); the test suite checks the row equals the model's weights.
-# - Head 1 is the one a rule over the test split picks (the row where a content word's weight goes most to another content word: "Select" -> "type", 0.93, in "Select the type of your Data Source."); on this string it also sends "Create" to "cell" (0.55).
-
-# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Backup: $Q$, $K$ and $V$ of the trained model
 #
 # $Q = xW^Q$, $K = xW^K$, $V = xW^V$ from the same token vectors $x$: `transformer-dates`, its
@@ -1305,6 +1287,25 @@ lecture.held_out_example(transformer_de, verb, layer=verb["layer"], head=verb["h
 # Training holds "Clear filters" ("Filter aufheben", another verb) and "All filters" ("Alle
 # Filter": the output is it plus a verb), each one word away: the split's
 # near-twin rule starts at 4 words (the widgets' seen line checks shorter phrases too).
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### Backup: subwords, byte-pair encoding ([Sennrich et al., 2016](https://arxiv.org/abs/1508.07909))
+
+# %% jupyter={"source_hidden": true}
+lecture.bpe_merges_picture()  # a toy: four words and their counts
+
+# %% [markdown] slideshow={"slide_type": "fragment"}
+# Ours: 4,000 pieces (## = continues a word): "available" is one, "Available" two: Av ##ailable.
+
+# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
+# Say:
+# - A word vocabulary cannot read a word the training split lacks: it becomes <unk>.
+# - BPE starts from characters and merges the most frequent adjacent pair, again and again: frequent words end up one piece, rare ones several.
+# - An unseen word is cut by the same merges, in order: "lowest" becomes low + est.
+# If asked:
+# - "##" marks a piece that continues a word (as WordPiece writes it); SentencePiece itself marks word starts with ▁.
+# - Ours: SentencePiece's BPE, 4,000 pieces for both sides, learned on the training split only; case matters: "available" is one piece, "Available" two. Nothing is <unk>: a byte is the last resort.
+# - The cost: a rare word cut into pieces can be glued back wrongly (next slide, and the backup's table).
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Backup: where subwords hurt, and what beam search fixes
