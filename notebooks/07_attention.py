@@ -328,7 +328,8 @@ torch.allclose(mha(xp, xp, xp), mha(xs, xs, xs)[perm], atol=1e-6)
 #
 # $PE_{pos,2i} = \sin(pos/10000^{2i/d})$ and $PE_{pos,2i+1} = \cos(pos/10000^{2i/d})$, with $i$
 # the pair index ($i = 0..d/2-1$, $pos$ from 0, as in the paper): one sine and one cosine per
-# frequency, the frequency falling with $i$.
+# frequency, the frequency falling with $i$. Learned position embeddings do about as well
+# (Vaswani et al., Table 3, row E).
 
 # %% jupyter={"source_hidden": true}
 lecture.positional_encoding_picture(n=40, d=64, at=10)
@@ -639,7 +640,7 @@ widgets.PhraseGallery("transformer-en-fr", held_out)  # translated once, when th
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Say:
-# - Strings of two applications no model saw (Trac, OpenSlides), translated when the cell ran: first five I chose, then eight drawn at random.
+# - Strings of two applications no model saw (Trac, OpenSlides), translated when the cell ran: show the first one I chose, then two drawn at random.
 # - The chosen ones show the good case: "previous version" becomes "version précédente", the rows cross as in Fig. 3; the fifth fails.
 # - The random ones are the honest picture: one of eight has the reference's words, near the 10.4% of the whole split (exact string match: 9.7%).
 # If asked:
@@ -649,7 +650,7 @@ widgets.PhraseGallery("transformer-en-fr", held_out)  # translated once, when th
 # - The draw: random.Random(0) among the held-out strings of 2-6 words without placeholders, none in the training split nor one word from a string there (lecture.drawn_phrases); each menu entry says ✓ or gives the reference.
 # - Cross-attention of the last decoder layer, mean of its 4 heads; rows: the output pieces.
 # - The chosen failure: "Can support motions" gives "Peut supporttions de support".
-# Minutes: 3
+# Minutes: 2
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Greedy decoding or beam search
