@@ -158,7 +158,7 @@ print(f"alpha = {a}: soft {soft.item():.1f}, hard {hard.item():.0f}")
 # $\mathrm{score}(s_{t-1},h_i) = v^\top \tanh(W s_{t-1} + U h_i)$ (Bahdanau's, ours) or
 # Luong's general $h_t^\top W_a \bar h_s$ (on the state after the step, $h_t$ in his notation).
 #
-# <img src="../pics/seq2seq_attention.png" width="86%">
+# <img src="../pics/seq2seq_attention.png" width="84%">
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Say:

@@ -10,7 +10,7 @@ __all__ = ["SHOWN_WIDTH", "CONTENT_WIDTH_PX", "shown_width_px"]
 #: every text of the picture is at least ``typography.MIN_TEXT_PX`` (18 px) tall.
 SHOWN_WIDTH: dict[str, int] = {
     "seq2seq_lite": 90,
-    "seq2seq_attention": 86,
+    "seq2seq_attention": 84,
     "seq2seq_attention_length": 95,
     "wavenet": 95,
     "transformer_overview": 100,
