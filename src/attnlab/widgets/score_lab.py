@@ -41,7 +41,7 @@ SCORE_MODELS = {m.score: m.name for m in catalogue.entries() if m.score is not N
 FORMULAS = {
     "dot": "sᵀhᵢ",
     "scaled_dot": "sᵀhᵢ / √d",
-    "general": "sᵀW_a hᵢ",
+    "general": "sᵀWₐhᵢ",
     "additive": "vᵀtanh(Ws + Uhᵢ)",
 }
 EXAMPLE_DATES = ("3 May 1979", "14 July 1989", "1 Jan 2000", "12/05/2001", "21.08.1999")
