@@ -103,7 +103,7 @@ rnnenc.translate("3 May 1979"), rnnenc.translate("Wednesday, 17 September 2064")
 # first still improving at the end):
 
 # %% jupyter={"source_hidden": true}
-lecture.reverse_demo(["rnnenc-reverse", "rnnsearch-reverse"], lengths=[6, 12, 25, 40])
+lecture.reverse_demo(["rnnenc-reverse", "rnnsearch-reverse"], lengths=[6, 25, 40])
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Say:
@@ -295,7 +295,7 @@ lecture.sequential_steps(lengths=[8, 32, 128, 512], d=32)
 # Queries, keys and values all come from **the same sequence** $x_1, \dots, x_n$: each token's
 # new vector is a soft lookup over the tokens it may attend to.
 #
-# **Unmasked, it ignores order.** Shuffle the tokens and the outputs are shuffled the same way:
+# **Unmasked, it cannot see order:** shuffle the tokens and the outputs are shuffled the same way:
 
 # %%
 mha = A.MultiHeadAttention(d_model=8, num_heads=2)
@@ -316,7 +316,7 @@ torch.allclose(mha(xp, xp, xp), mha(xs, xs, xs)[perm], atol=1e-6)
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Say:
 # - Queries, keys and values all come from the same sequence: each token's new vector is a soft lookup over the tokens it may attend to.
-# - Unmasked, it ignores order: shuffle the tokens and the outputs are shuffled the same way.
+# - Unmasked, it cannot see order: shuffle the tokens and the outputs are shuffled the same way (permutation-equivariant).
 # - Adding a position vector to each token breaks the symmetry.
 # If asked:
 # - Every score is q_t . k_i, and nothing in it says where t and i sit: shuffle the input and the outputs are shuffled the same way (permutation-equivariant), so a decoder attending over them could not tell "1979 May 3" from "3 May 1979".
@@ -365,7 +365,7 @@ lecture.positional_encoding_picture(n=40, d=64, at=10)
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Say:
-# - Short paths make long-range dependencies easier to learn: gradients and information pass through fewer nonlinear steps.
+# - Vaswani et al. argue that short paths make long-range dependencies easier to learn: gradients and information pass through fewer steps.
 # - From input 1 to output n: n steps for the RNN, 1 for self-attention.
 # - Self-attention does less work than a recurrent layer whenever n < d, which is usual for sentences.
 # If asked:
@@ -416,18 +416,18 @@ lecture.positional_encoding_picture(n=40, d=64, at=10)
 
 # %% jupyter={"source_hidden": true}
 transformer = attnlab.load("transformer-dates")
-lecture.teacher_forcing(transformer, "3 May 1979", "1979-05-03", mistake=(3, "-"))
+lecture.teacher_forcing(transformer, "3 May 1979", "1979-05-03", mistake=(6, "1"))
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # **Exposure bias** (last row): training never shows the decoder its own mistakes; forced to
-# write "-" at step 3, it goes on from a prefix it never read and writes no date. Remedies in
+# write a wrong month digit, it builds on it: October, a valid date, and wrong. Remedies in
 # training: scheduled sampling (Bengio et al., 2015), sequence-level training (Ranzato et al., 2016).
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Say:
 # - Training predicts all 11 positions in 1 pass; decoding needs 11 passes, one per token.
 # - So the Transformer trains in parallel over positions but still writes one token at a time.
-# - Exposure bias, the last row: forced to write "-" at step 3 (a mistake training never showed it), it goes on into "19-09-03-0", no date.
+# - Exposure bias, the last row: forced to write "1" as the month's first digit (a mistake training never showed it), it goes on with "0": "1979-10-03", October. One mistake steers what follows.
 # If asked:
 # - Live on the trained transformer-dates. The passes are counted (a hook on the output layer), not assumed.
 # - An RNN is sequential in both (its state s_t needs s_{t-1} even when the inputs are known).
@@ -576,7 +576,7 @@ assert torch.allclose(out, mha(x, x, x), atol=1e-6)  # = the library's
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # **One projection, cut into $h$:** $W^Q, W^K, W^V, W^O$ are $d_{model} \times d_{model}$
 # whatever $h$ is; head $i$ attends in its own $d_k = d_{model}/h$ columns: the parameters and
-# FLOPs of one wide head, with $h$ attention patterns instead of one.
+# FLOPs of one wide head (nearly: $h$ score matrices), with $h$ attention patterns instead of one.
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # **Why several?** One head weighs the values *one* way per query; $h$ heads weigh them $h$ ways.
@@ -686,7 +686,7 @@ lecture.beam_search_picture(transformer_fr, "Special values", reference="Valeurs
 lecture.vaswani_table(language)
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# Dashed: dictionary, held out. chrF: beats German, ties French; BLEU: French 33.0 vs 29.6.
+# Dashed, the dictionary: on chrF it beats our German model and ties the French (p = 0.07).
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Say:
