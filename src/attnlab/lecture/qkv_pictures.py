@@ -7,9 +7,9 @@ projection, biases included)::
     Q = LN(x) W^Q,   K = LN(x) W^K,   V = LN(x) W^V
     score_i = q . k_i / sqrt(d_k),   alpha_i = softmax_i(score_i),   out = sum_i alpha_i v_i
 
-:func:`query_row` recomputes them from the model's parameters (the embedding, the positional
-encoding, the layer norm and the projections; the encoder layers below ``layer`` run as the
-model runs them), and :func:`query_row_picture` draws them: the scores as numbers, alpha as
+:func:`query_row` computes the row from the model's own Q, K and V
+(:meth:`~attnlab.models.transformer.Transformer.encoder_qkv`: the layer's input caught while the
+model runs, projected by its own W^Q, W^K, W^V), and :func:`query_row_picture` draws them: the scores as numbers, alpha as
 bars with their values, and ``out`` as its largest terms.  :func:`instructive_row` is the
 rule that picks a row worth a slide from the test split: the one whose weight goes most to
 one other word.
@@ -18,7 +18,6 @@ one other word.
 from __future__ import annotations
 
 import math
-from contextlib import contextmanager
 
 import numpy as np
 import torch
@@ -27,7 +26,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 from matplotlib.transforms import blended_transform_factory
 
-from attnlab.attention import padding_mask, positional_encoding
+from attnlab.decode import _evaluating  # eval mode, no gradients, put back afterwards
 from attnlab.lecture.display import OUTPUT_AREA_PX, Picture
 from attnlab.pictures import canvas, heatmaps
 from attnlab.pictures.typography import MIN_LABEL_PX, literal
@@ -103,50 +102,6 @@ def _query_index(query, labels: list[str], tokens: list[str], text: str) -> int:
     )
 
 
-def _layer_norm(x: np.ndarray, ln: torch.nn.LayerNorm) -> np.ndarray:
-    """LN(x) = (x - mean) / sqrt(var + eps) * gamma + beta over the last axis (float64)."""
-    mean = x.mean(-1, keepdims=True)
-    var = x.var(-1, keepdims=True)  # the biased variance, as LayerNorm takes it
-    gamma, beta = (p.detach().double().numpy() for p in (ln.weight, ln.bias))
-    return (x - mean) / np.sqrt(var + ln.eps) * gamma + beta
-
-
-def _projected(z: np.ndarray, linear: torch.nn.Linear, h: int) -> np.ndarray:
-    """z W^T + b split into heads: z (n, d) -> (h, n, d_k)."""
-    W, b = (p.detach().double().numpy() for p in (linear.weight, linear.bias))
-    return (z @ W.T + b).reshape(z.shape[0], h, -1).transpose(1, 0, 2)
-
-
-@contextmanager
-def _evaluating(model):
-    """``model`` in eval mode (no dropout) and without gradients, put back afterwards."""
-    training = model.training
-    model.eval()
-    try:
-        with torch.no_grad():
-            yield model
-    finally:
-        model.train(training)
-
-
-def _layer_input(model, ids: torch.Tensor, layer: int) -> np.ndarray:
-    """x (n, d) that encoder ``layer`` reads: the embedding (times sqrt(d) when it is tied to
-    the output layer, Vaswani et al. 3.4) plus the positional encoding, then the layers below
-    it as the model runs them (no dropout)."""
-    d = model.config.d_model
-    E = model.src_emb.weight.detach().double().numpy()
-    x = E[ids[0].numpy()] * (d**0.5 if model.config.tie_embeddings else 1.0)
-    x = x + positional_encoding(ids.shape[1], d).double().numpy()
-    if layer == 0:
-        return x
-    mask = padding_mask([ids.shape[1]], ids.shape[1])[:, None, :]  # (1, 1, n): all real
-    y = torch.as_tensor(x, dtype=torch.float32)[None]
-    with _evaluating(model):
-        for lay in model.encoder_layers[:layer]:
-            y = lay(y, mask)
-    return y[0].double().numpy()
-
-
 def query_row(model, text: str, query, layer: int = 0, head: int | None = None) -> dict:
     r"""One row of encoder self-attention recomputed from ``model``'s parameters.
 
@@ -167,14 +122,12 @@ def query_row(model, text: str, query, layer: int = 0, head: int | None = None) 
     if head is not None:
         head = _checked_index(head, "head", h, f"{h} heads")
     prepared = model.prepare(text)  # InvalidInput (a ValueError) for what it cannot read
-    ids = model.source_ids(prepared)  # (1, n), <eos> last
     tokens = [*model.tokens_of(prepared), EOS]
     labels = [str(s) for s in heatmaps.tick_labels(tokens)]
     q = _query_index(query, labels, tokens, text)
 
-    attn = model.encoder_layers[layer].self_attn
-    z = _layer_norm(_layer_input(model, ids, layer), model.encoder_layers[layer].ln1)
-    Q, K, V = (_projected(z, w, h) for w in (attn.W_q, attn.W_k, attn.W_v))  # (h, n, d_k)
+    # the model's own z = LN(x) of that layer, projected by its W^Q, W^K, W^V: (h, n, d_k)
+    Q, K, V = (a.astype(np.float64) for a in model.encoder_qkv(text, layer))
     d_k = Q.shape[-1]
     scores = np.einsum("hd,hnd->hn", Q[:, q], K) / math.sqrt(d_k)  # (h, n)
     alpha = np.exp(scores - scores.max(-1, keepdims=True))

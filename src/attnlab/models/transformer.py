@@ -266,14 +266,23 @@ class Transformer(Seq2SeqModel):
         """Q and K (each (n_src, d_k), numpy) of encoder self-attention ``layer``, ``head``.
 
         softmax(Q K^T / sqrt(d_k)) of these equals ``attention_weights(text)["encoder_self"]
-        [layer, head]``: the input z of that attention is caught while
-        :func:`attnlab.decode.decode` runs.
+        [layer, head]`` (:meth:`encoder_qkv`).
         """
-        L, h = self.config.num_layers, self.config.num_heads
-        if not (isinstance(layer, int) and 0 <= layer < L):
-            raise ValueError(f"layer must be an int in 0..{L - 1}; got {layer!r}")
+        h = self.config.num_heads
         if not (isinstance(head, int) and 0 <= head < h):
             raise ValueError(f"head must be an int in 0..{h - 1}; got {head!r}")
+        Q, K, _ = self.encoder_qkv(text, layer)
+        return Q[head].copy(), K[head].copy()
+
+    def encoder_qkv(self, text: str, layer: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Q, K and V of encoder self-attention ``layer``, every head: each (h, n_src, d_k).
+
+        The input z = LN(x) of that attention is caught while :func:`attnlab.decode.decode`
+        runs, then projected by the layer's own W^Q, W^K, W^V and split into heads.
+        """
+        L = self.config.num_layers
+        if not (isinstance(layer, int) and 0 <= layer < L):
+            raise ValueError(f"layer must be an int in 0..{L - 1}; got {layer!r}")
         attn = self.encoder_layers[layer].self_attn
         inputs = []  # z = LN(x) of each call of that attention: (1, n, d)
         hook = attn.register_forward_pre_hook(lambda _, args: inputs.append(args[0]))
@@ -282,9 +291,9 @@ class Transformer(Seq2SeqModel):
         finally:
             hook.remove()
         z = inputs[0]  # the first encoder pass of this decoding (the read-back's is the same)
-        Q = attn.split_heads(attn.W_q(z))[0, head]  # Q = z W^Q_head: (n, d_k)
-        K = attn.split_heads(attn.W_k(z))[0, head]  # K = z W^K_head: (n, d_k)
-        return Q.detach().numpy().copy(), K.detach().numpy().copy()
+        with torch.no_grad():  # Q = z W^Q, split into heads: (h, n, d_k); K and V alike
+            Q, K, V = (attn.split_heads(w(z))[0].numpy() for w in (attn.W_q, attn.W_k, attn.W_v))
+        return Q, K, V
 
 
 def _cached(state: State, name: str) -> KVCache:
