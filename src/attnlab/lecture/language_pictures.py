@@ -38,6 +38,15 @@ PREPARED_PHRASES = [
 ]
 
 
+def _target_language(model, who: str) -> str:
+    """ "fr" or "de": the language a translation model writes, from its card's task ("en-fr");
+    a one-line ValueError naming ``who`` for any other model."""
+    task = (getattr(model, "card", None) or {}).get("task", "")
+    if not task.startswith("en-"):
+        raise ValueError(f"{who} needs a translation model; got task {task!r}")
+    return task[3:]
+
+
 def drawn_phrases(model, count: int = 8, seed: int = 0, words: tuple[int, int] = (2, 6)):
     """``count`` strings of the held-out packages drawn at random (``random.Random(seed)``),
     as (English, note) pairs for :class:`attnlab.widgets.PhraseGallery`: not a selection of
@@ -47,10 +56,7 @@ def drawn_phrases(model, count: int = 8, seed: int = 0, words: tuple[int, int] =
     word for word (✓) or not (✗, with the reference)."""
     if not isinstance(count, int) or isinstance(count, bool) or not 1 <= count <= 20:
         raise ValueError(f"count must be an int from 1 to 20; got {count!r:.20}")
-    task = (getattr(model, "card", None) or {}).get("task", "")
-    if not task.startswith("en-"):
-        raise ValueError(f"drawn_phrases needs a translation model; got task {task!r}")
-    lang = task[3:]
+    lang = _target_language(model, "drawn_phrases")
     index = seen.seen_index(lang)
     lo, hi = words
     pool = [
@@ -259,10 +265,7 @@ def subword_table(model, texts: list[str] = SUBWORD_PHRASES, beam: int = 4, refe
     the reference word for word and ✗ when not.  ``references`` (English -> reference): by
     default the held-out packages' strings of the model's target language."""
     if references is None:
-        task = (getattr(model, "card", None) or {}).get("task", "")  # "en-fr", "en-de"
-        if not task.startswith("en-"):
-            raise ValueError(f"subword_table needs a translation model; got task {task!r}")
-        references = dict(load_corpus(task[3:])["unseen"])
+        references = dict(load_corpus(_target_language(model, "subword_table"))["unseen"])
     rows = []
     for text in texts:
         d = decode(model, text)
