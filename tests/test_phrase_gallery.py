@@ -159,3 +159,31 @@ def test_drawn_phrases_refuse_a_bad_count_in_one_line(count):
 
     with pytest.raises(ValueError, match="count must be an int from 1 to 20"):
         drawn_phrases(load("transformer-en-fr"), count=count)
+
+
+def test_the_draw_and_the_subword_table_need_no_catalogs(tmp_path):
+    """A student's laptop or the course's hub has the package, not the catalog wheels."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import json\n"
+        "from attnlab.lecture import drawn_phrases, subword_table\n"
+        "from attnlab.training.checkpoints import load\n"
+        "model = load('transformer-en-fr')\n"
+        "print(json.dumps([drawn_phrases(model, count=8, seed=0), subword_table(model).rows]))\n"
+    )
+    env = {**os.environ, "ATTNLAB_CATALOGS": str(tmp_path)}  # an empty folder: no wheel
+    run = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    from attnlab.lecture import drawn_phrases, subword_table
+    from attnlab.training.checkpoints import load
+
+    model = load("transformer-en-fr")
+    drawn, rows = json.loads(run.stdout)
+    assert [tuple(d) for d in drawn] == drawn_phrases(model, count=8, seed=0)
+    assert rows == subword_table(model).rows

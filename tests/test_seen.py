@@ -4,7 +4,8 @@ The shipped files hold exactly the training split's English (rebuilt from the co
 as the same bytes every time; a file is read once per process without the corpus builder or
 the catalogs; a missing or damaged file is one line that says how to make it; the corpus
 command writes the files, and replaces shipped ones only with --force.  What the widgets show
-from them is tested in tests/test_widgets_subwords.py.
+from them is tested in tests/test_widgets_subwords.py.  The held-out split's (English,
+reference) pairs ship the same way, in the split's order (the lecture's seeded draw).
 """
 
 from __future__ import annotations
@@ -73,6 +74,37 @@ def test_a_damaged_file_is_one_line(tmp_path, damage):
 def test_a_language_code_is_checked():
     with pytest.raises(ValueError, match="language"):
         seen.seen_path("../fr")
+
+
+# --------------------------------------------------------------------------- held-out pairs
+HELD_OUT = [("Show internal items", "Afficher les éléments internes"), ("Hide this", "Masquer")]
+
+
+def test_held_out_pairs_keep_the_splits_order_and_read_back_as_they_were(tmp_path):
+    pairs = [*HELD_OUT, ("Show internal items", "another reference")]  # its first pair kept
+    data = seen.held_out_bytes(pairs)
+    assert data == seen.held_out_bytes(pairs) and data[4:8] == b"\0\0\0\0"
+    seen.held_out_path("fr", tmp_path).write_bytes(data)
+    assert seen.held_out_pairs("fr", tmp_path) == HELD_OUT  # not sorted: the draw's order
+    seen.held_out_path("fr", tmp_path).write_bytes(seen.held_out_bytes(HELD_OUT[::-1]))
+    assert seen.held_out_pairs("fr", tmp_path) == HELD_OUT[::-1]  # a rewritten file: read again
+
+
+@pytest.mark.parametrize("bad", ["Close\tall", "Close\nall", "Close\u2028all", "Close\x1call"])
+def test_a_held_out_string_with_a_tab_or_a_line_break_is_refused(bad):
+    with pytest.raises(ValueError, match="tab or a line break"):
+        seen.held_out_bytes([("Fine", bad)])
+    with pytest.raises(ValueError, match="tab or a line break"):
+        seen.held_out_bytes([(bad, "Bien")])
+
+
+@pytest.mark.parametrize("damage", [None, b"not gzip at all", gzip.compress(b"Only English\n")])
+def test_a_missing_or_damaged_held_out_file_is_one_line(tmp_path, damage):
+    if damage is not None:
+        seen.held_out_path("de", tmp_path).write_bytes(damage)
+    with pytest.raises(seen.SeenUnavailable, match="held-out-de.tsv.gz") as err:
+        seen.held_out_pairs("de", tmp_path)
+    assert "\n" not in str(err.value)
 
 
 # --------------------------------------------------------------------------- the verdict
@@ -167,6 +199,7 @@ def test_the_corpus_command_writes_the_training_english_and_replaces_it_only_wit
         path = seen.seen_path(lang)
         assert path.read_bytes() == seen.seen_bytes(TRAIN)  # the train split's English only
         assert "only string" not in gzip.decompress(path.read_bytes()).decode()
+        assert seen.held_out_pairs(lang) == [("unseen only string", "x")]  # the unseen split
     assert "unchanged" in attnlab_command("corpus").stdout  # the same corpus: nothing to do
     other = built_with(["Open a new window please"])
     monkeypatch.setattr(corpus, "build", lambda lang, folder: other[lang])
@@ -176,6 +209,7 @@ def test_the_corpus_command_writes_the_training_english_and_replaces_it_only_wit
     run = attnlab_command("corpus", "--force")
     assert run.returncode == 0, run.stderr
     assert seen.seen_path("de").read_bytes() == seen.seen_bytes(["Open a new window please"])
+    assert seen.held_out_pairs("de") == [("unseen only string", "x")]
     assert not [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
 
 
@@ -196,12 +230,19 @@ def test_the_shipped_file_holds_the_training_split_of_the_corpus(lang):
     assert shipped == seen.seen_bytes(en for en, _ in load_corpus(lang)["train"])
 
 
+@pytest.mark.parametrize("lang", corpus.LANGS)
+def test_the_shipped_held_out_pairs_are_the_unseen_split_in_its_order(lang):
+    """Stale after a change of the corpus until `python -m attnlab corpus --force` runs."""
+    assert seen.held_out_pairs(lang) == [tuple(p) for p in load_corpus(lang)["unseen"]]
+
+
 def test_the_widgets_read_it_without_the_corpus_builder_or_the_catalogs():
     code = (
         "import sys\n"
         "from attnlab.text import seen\n"
         "index = seen.seen_index('fr')\n"
         "assert index.find(index.strings[-1]) == ('seen', index.strings[-1])\n"
+        "assert len(seen.held_out_pairs('de')) > 1000\n"
         "print(sorted(m for m in sys.modules if m.startswith('attnlab.text.c')))\n"
     )
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)

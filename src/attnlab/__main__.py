@@ -301,28 +301,27 @@ def _corpus_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--card", type=path_arg, help="write the data card there (the repository's: docs/...)"
     )
-    p.add_argument("--force", action="store_true", help="replace the card, the training strings")
+    p.add_argument("--force", action="store_true", help="replace the card, the shipped strings")
 
 
 def _write_seen(built: dict, force: bool) -> None:
-    """Each language's training English (:mod:`attnlab.text.seen`) into its shipped file;
-    one there already, made from another corpus, is replaced only with --force."""
-    for lang, b in built.items():
-        path, data = seen.seen_path(lang), seen.seen_bytes(en for en, _ in b.splits["train"])
+    """Each language's shipped strings into their files; one there already, made from another
+    corpus, is replaced only with --force."""
+    for what, path, data in (f for lang, b in built.items() for f in seen.shipped(lang, b.splits)):
         if path.exists() and (path.read_bytes() == data or not force):
             same = path.read_bytes() == data
-            print(f"training strings: {path} " + ("unchanged" if same else "kept: add --force"))
+            print(f"{what}: {path} " + ("unchanged" if same else "kept: add --force"))
         else:
             files.write_atomic(path, data)
-            print(f"training strings -> {path}")
+            print(f"{what} -> {path}")
 
 
 def _corpus(p: argparse.ArgumentParser, args) -> int:
     # before the build: a path it cannot write is known at once (the card; the shipped
-    # training strings it writes: those missing, or all with --force)
+    # strings it ships: those missing, or all with --force)
     targets = [] if args.card is None else [("--card: ", args.card, args.force)]
-    targets += [("", path, True) for path in map(seen.seen_path, corpus.LANGS)
-                if args.force or not path.exists()]  # fmt: skip
+    shipped = [f(lang) for lang in corpus.LANGS for f in (seen.seen_path, seen.held_out_path)]
+    targets += [("", path, True) for path in shipped if args.force or not path.exists()]
     for prefix, path, again in targets:
         try:
             files.check_file_target(path, replace=again)
@@ -348,7 +347,7 @@ def _corpus(p: argparse.ArgumentParser, args) -> int:
     try:
         _write_seen(built, args.force)
     except OSError as err:  # the folder changed while the corpus was built
-        return _fail(p, f"cannot write the training strings: {err.strerror or err}")
+        return _fail(p, f"cannot write the shipped strings: {err.strerror or err}")
     return 0
 
 

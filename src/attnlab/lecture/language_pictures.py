@@ -12,7 +12,6 @@ from attnlab.lecture.display import CELL_PX, MAX_WIDTH_PX, OUTPUT_AREA_PX, Pictu
 from attnlab.pictures import canvas, heatmaps
 from attnlab.pictures.typography import CHAR_WIDTH, TYPE
 from attnlab.text import seen
-from attnlab.text.corpus import load_corpus
 from attnlab.text.vocab import tokenize
 
 __all__ = [
@@ -61,7 +60,7 @@ def drawn_phrases(model, count: int = 8, seed: int = 0, words: tuple[int, int] =
     lo, hi = words
     pool = [
         (en, ref)
-        for en, ref in load_corpus(lang)["unseen"]
+        for en, ref in seen.held_out_pairs(lang)  # the held-out split, shipped
         if lo <= len(en.split()) <= hi and "{" not in en and seen.verdict(index, en).kind == "new"
     ]
     drawn = random.Random(seed).sample(pool, min(count, len(pool)))
@@ -265,7 +264,7 @@ def subword_table(model, texts: list[str] = SUBWORD_PHRASES, beam: int = 4, refe
     the reference word for word and ✗ when not.  ``references`` (English -> reference): by
     default the held-out packages' strings of the model's target language."""
     if references is None:
-        references = dict(load_corpus(_target_language(model, "subword_table"))["unseen"])
+        references = dict(seen.held_out_pairs(_target_language(model, "subword_table")))
     rows = []
     for text in texts:
         d = decode(model, text)

@@ -16,6 +16,11 @@ strings (sorted, unique, gzip without a time stamp).  :func:`seen_index` reads a
 process into a :class:`~attnlab.text.twins.TwinIndex`; a missing or damaged file is
 :class:`SeenUnavailable`, one line that says how to make it.
 
+The held-out split ("unseen": the applications the models never saw) ships the same way, as
+(English, reference) pairs in ``results/held-out-<lang>.tsv.gz`` (:func:`held_out_path`,
+:func:`held_out_bytes`, :func:`held_out_pairs`): the lecture's random draw of held-out phrases
+and its ✓/✗ against the reference run where the catalogs are not.
+
     >>> index = TwinIndex(["Unable to delete the file", "Close all tabs"])
     >>> verdict(index, "Close all tabs.").kind
     'seen'
@@ -38,9 +43,13 @@ __all__ = [
     "SEEN_DIR",
     "Seen",
     "SeenUnavailable",
+    "held_out_bytes",
+    "held_out_pairs",
+    "held_out_path",
     "seen_bytes",
     "seen_index",
     "seen_path",
+    "shipped",
     "verdict",
 ]
 
@@ -50,10 +59,12 @@ SEEN_DIR = Path(__file__).resolve().parents[1] / "results"
 KINDS = ("seen", "near-twin", "new", "unavailable")
 SHOWN_CHARS = 60  # a training string longer than this is shortened in the line
 _indexes: dict[tuple[str, int, int], TwinIndex] = {}  # (file, mtime, size) -> its index
+_pairs: dict[tuple[str, int, int], list[tuple[str, str]]] = {}  # the same for held-out pairs
 
 
 class SeenUnavailable(Exception):
-    """The training strings of a language cannot be read (the message is one line)."""
+    """The training strings (or the held-out pairs) of a language cannot be read (the message
+    is one line)."""
 
 
 @dataclass(frozen=True)
@@ -100,15 +111,69 @@ def _read(path: Path) -> list[str]:
         raise SeenUnavailable(f"{path.name} cannot be read ({why})") from None
 
 
+def _file_key(path: Path) -> tuple[str, int, int]:
+    """(file, mtime, size): a file replaced is read again."""
+    try:
+        info = path.stat()
+    except OSError:
+        return (str(path), -1, -1)
+    return (str(path), info.st_mtime_ns, info.st_size)
+
+
+def held_out_path(lang: str, folder: Path | str | None = None) -> Path:
+    """The file of the held-out split's (English, reference) pairs for English -> ``lang``."""
+    return seen_path(lang, folder).with_name(f"held-out-{lang}.tsv.gz")
+
+
+def held_out_bytes(pairs: Iterable[tuple[str, str]]) -> bytes:
+    """The file's bytes: one pair a line, ``English<TAB>reference``, in the split's order,
+    each English once (its first pair), UTF-8, gzip (mtime 0).  The order is kept: a seeded
+    draw from the file is the draw from the split.  A tab or a line break in a string is
+    refused (ValueError): it would read back as another pair."""
+    lines, done = [], set()
+    for en, ref in pairs:
+        # splitlines() (which reads the file) also breaks at \x0b, \x1c, \u2028 ...
+        bad = next((t for t in (en, ref) if "\t" in t or len(f"{t}.".splitlines()) > 1), None)
+        if bad is not None:
+            raise ValueError(f"a held-out string holds a tab or a line break: {bad[:40]!r}")
+        if en and ref and en not in done:
+            done.add(en)
+            lines.append(f"{en}\t{ref}\n")
+    return gzip.compress("".join(lines).encode("utf-8"), compresslevel=9, mtime=0)
+
+
+def held_out_pairs(lang: str, folder: Path | str | None = None) -> list[tuple[str, str]]:
+    """The held-out split's (English, reference) pairs of ``lang``, in the split's order, read
+    once per process; :class:`SeenUnavailable` if the file is missing or damaged."""
+    path = held_out_path(lang, folder)
+    key = _file_key(path)
+    if key not in _pairs:
+        lines = _read(path)  # SeenUnavailable
+        if any(line.count("\t") != 1 for line in lines):
+            raise SeenUnavailable(
+                f"{path.name} cannot be read (a line is not English<TAB>reference)"
+            )
+        for old in [k for k in _pairs if k[0] == key[0]]:
+            del _pairs[old]
+        _pairs[key] = [tuple(line.split("\t")) for line in lines]
+    return list(_pairs[key])
+
+
+def shipped(lang: str, splits: dict) -> list[tuple[str, Path, bytes]]:
+    """What the corpus command ships of ``lang`` from its ``splits``, as (what, path, bytes):
+    the training English and the held-out (English, reference) pairs."""
+    train = seen_bytes(en for en, _ in splits["train"])
+    return [
+        ("training strings", seen_path(lang), train),
+        ("held-out pairs", held_out_path(lang), held_out_bytes(splits["unseen"])),
+    ]
+
+
 def seen_index(lang: str, folder: Path | str | None = None) -> TwinIndex:
     """The training split's English strings of ``lang`` as a TwinIndex, read once per process
     (again only if the file changed); :class:`SeenUnavailable` if the file is missing or damaged."""
     path = seen_path(lang, folder)
-    try:
-        info = path.stat()
-    except OSError:
-        info = None
-    key = (str(path), info.st_mtime_ns if info else -1, info.st_size if info else -1)
+    key = _file_key(path)
     if key not in _indexes:
         index = TwinIndex(_read(path))  # SeenUnavailable
         for old in [k for k in _indexes if k[0] == key[0]]:
