@@ -149,14 +149,14 @@ print(f"alpha = {a}: soft {soft.item():.1f}, hard {hard.item():.0f}")
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # - Ask: what happens if every score is equal? (the plain average, 20).
-# Minutes: 3
+# Minutes: 2.5
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Attention in RNN seq2seq ([Bahdanau et al., 2015](https://arxiv.org/pdf/1409.0473.pdf))
 #
 # Keep **every** $h_i$; step $t$ scores each with the query $s_{t-1}$:
-# $\mathrm{score}(s_{t-1},h_i) = v^\top \tanh(W s_{t-1} + U h_i)$ (Bahdanau's, ours) or
-# Luong's general $h_t^\top W_a \bar h_s$ (on the state after the step, $h_t$ in his notation).
+# $\mathrm{score}(s_{t-1},h_i) = v^\top \tanh(W s_{t-1} + U h_i)$ (additive: Bahdanau's, ours),
+# or bilinear, $s^\top W_a h$ (Luong et al.'s "general" score).
 #
 # <img src="../pics/seq2seq_attention.png" width="84%">
 
@@ -173,7 +173,7 @@ print(f"alpha = {a}: soft {soft.item():.1f}, hard {hard.item():.0f}")
 # - Luong et al. (EMNLP 2015) run the RNN step first, score the current state h_t, and feed c_t through h~_t = tanh(W_c [c_t; h_t]); s^T W_a h is their "general" form, here on Bahdanau's query.
 # - The equations one per line: backup "The equations of Bahdanau et al."; four scores trained, very different alpha maps at the same accuracy: backup "Four scores".
 # - (The paper indexes the target by i and the source by j; we keep t and i. ICLR 2015, arXiv 2014.)
-# Minutes: 4
+# Minutes: 3.5
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ### Watch the decoder attend: row $t$ is $\alpha_{t,1..n}$
@@ -193,7 +193,7 @@ widgets.DecodeStepper()  # the shipped rnnsearch-dates; more models in the model
 # - Step through "3 May 1979" with the play button; a date from the room only if time allows ("tuesday december 31 2099" and "01/02/1903" work).
 # - At step 1 on "3 May 1979", y_1 = '1' attends to the '9' after the '1', not to the '1': no mistake. The bi-GRU's state there reads both directions, and its forward half has already read the '1'.
 # - One character off: its neighbours' states already carry the symbol.
-# Minutes: 3
+# Minutes: 2.5
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Real language: Bahdanau's Fig. 3, ours
@@ -206,7 +206,8 @@ rnnsearch_fr = attnlab.load("rnnsearch-en-fr")
 lecture.held_out_example(rnnsearch_fr, language["word_order"], lines=True)
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# "disponibles" moves back left (0.48 "available", 0.42 "images"); "les" has no English word.
+# "disponibles" moves back left (0.48 "available", 0.42 "images"); "les" has no English word.<br>
+# The models read subword pieces: `##` marks a piece that continues a word (backup: BPE).
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Say:
@@ -226,10 +227,11 @@ lecture.held_out_example(rnnsearch_fr, language["word_order"], lines=True)
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # - The example was found by a rule over the test split, not picked by hand: among the strings of 4 to 12 words, without placeholders, that the model translates right with crossing alpha (2 strings passed: this model gets few long strings exactly right), the longest, then the most decided.
 # - The bi-GRU's weight is often spread over neighbours: its states already carry their neighbours' words, so a row need not peak on its own word (the "." row: 0.06 on ".", 0.88 on "available images").
-# Minutes: 3
+# - Subwords in one sentence: a vocabulary of 4,000 pieces learned from the corpus (SentencePiece BPE) reads any word, rare ones as several pieces; the backup shows the merges on Sennrich's toy corpus.
+# Minutes: 2.5
 
 # %% [markdown] slideshow={"slide_type": "slide"}
-# ### Quality against length: Bahdanau's Fig. 2, ours
+# ### Quality against length: Bahdanau's Fig. 2 on digits, and on real strings
 #
 # <img src="../pics/seq2seq_attention_length.png" width="95%">
 #
@@ -277,7 +279,7 @@ lecture.sequential_steps(lengths=[8, 32, 128, 512], d=32)
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Say:
 # - The whole idea in one sentence: attention replaces recurrence.
-# - Measured: the RNN's chain of operations that wait for each other grows with n; attention's is 19 whatever n is.
+# - Measured: the RNN's chain of operations that wait for each other grows with n; one attention layer's is 19 whatever n is (N layers: 19 N).
 # - Fewer sequential steps, and not necessarily less work.
 # If asked:
 # - Careful with "every position to every other": true in the encoder, false in the decoder's masked self-attention, and cross-attention links the decoder to the source only.
@@ -345,7 +347,7 @@ lecture.positional_encoding_picture(n=40, d=64, at=10)
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # - It does not simply fall off with distance: it falls overall with ripples (local peaks near offsets 6, 12, 18 and 25, the largest at 6), so it tells near from far only roughly.
 # - PE_{pos+k} is a rotation of PE_pos in each (sin, cos) pair, which is why Vaswani et al. hypothesised that relative offsets would be easy to learn.
-# Minutes: 2
+# Minutes: 1.5
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ### Path length: Table 1 of Vaswani et al.
@@ -405,46 +407,15 @@ lecture.positional_encoding_picture(n=40, d=64, at=10)
 # - Embeddings: the two translation Transformers tie theirs (one matrix E for both embeddings and the output layer) and multiply them by sqrt(d_model), as the paper does (3.4, which gives no reason).
 # - Ours, not the paper's: E starts with entries of size 1/sqrt(d_model), so that the logits y E^T are of unit scale, and the factor brings the token vectors back to the scale of the positional encoding.
 # - transformer-dates does not tie and does not scale: its embeddings start at unit scale (torch's default), and multiplying them by sqrt(64) = 8 would drown the positional encoding.
-# - The decoder reads its outputs shifted right: next slide.
-# Minutes: 3.5
-
-# %% [markdown] slideshow={"slide_type": "subslide"}
-# ### Teacher forcing: training reads the true outputs, shifted right
-#
-# **Training:** position $t$ reads the *true* $y_{t-1}$ ($y_0$ = `<s>`): one pass, the causal
-# mask hiding $y_t, y_{t+1}, \dots$ **Decoding:** it reads its own output: one pass per token.
-
-# %% jupyter={"source_hidden": true}
-transformer = attnlab.load("transformer-dates")
-lecture.teacher_forcing(transformer, "3 May 1979", "1979-05-03", mistake=(6, "1"))
-
-# %% [markdown] slideshow={"slide_type": "fragment"}
-# **Exposure bias** (last row): training never shows the decoder its own mistakes; forced to
-# write a wrong month digit, it builds on it: October, a valid date, and wrong. Remedies in
-# training: scheduled sampling (Bengio et al., 2015), sequence-level training (Ranzato et al., 2016).
-
-# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
-# Say:
-# - Training predicts all 11 positions in 1 pass; decoding needs 11 passes, one per token.
-# - So the Transformer trains in parallel over positions but still writes one token at a time.
-# - Exposure bias, the last row: forced to write "1" as the month's first digit (a mistake training never showed it), it goes on with "0": "1979-10-03", October. One mistake steers what follows.
-# If asked:
-# - Live on the trained transformer-dates. The passes are counted (a hook on the output layer), not assumed.
-# - An RNN is sequential in both (its state s_t needs s_{t-1} even when the inputs are known).
-# - "Shifted right": the input row is the output row moved one place, with <s> in front.
-
-# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
-# - The fragment answers the question students always ask, exposure bias. Scheduled sampling feeds the model its own predictions with a growing probability during training; sequence-level training scores whole outputs.
-
-# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
-# - Beam search (its own slide later) is a test-time search, not a remedy in training.
+# - The decoder reads its outputs shifted right (teacher forcing): the masked-attention slide; exposure bias in the backup.
 # Minutes: 2.5
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Masked (causal) attention: edit me
 #
-# Query $t$ may attend to keys $1..t$ only. Change the mask, re-run: `mask.T` (the present and
-# future), `~mask` (only the future), `torch.ones(6, 6, dtype=torch.bool)` (no mask).
+# Training feeds the decoder the true outputs shifted right, all positions in one pass (*teacher
+# forcing*), so query $t$ may attend to keys $1..t$ only. Change the mask, re-run: `mask.T` (the
+# present and future), `~mask` (only the future), `torch.ones(6, 6, dtype=torch.bool)` (no mask).
 
 # %%
 mask = A.causal_mask(6)  # <- edit this line
@@ -456,10 +427,13 @@ lecture.causal_demo(mask)
 # - No information flows from words not yet written. With no mask the decoder could copy the answer during training, and be useless at test time.
 # If asked:
 # - No mask: teacher forcing gives the decoder the true outputs, so it could copy them.
+# - Exposure bias (training never shows the decoder its own mistakes), measured on transformer-dates: backup "teacher forcing and exposure bias".
+
+# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # - With ~mask the last query has no key left: its row is all zeros (the library's masked softmax gives such a row 0 rather than NaN), so the future gets 5 of the 6 rows' weight.
 # - A mask of the wrong shape or type gives a one-line message.
 # - The library's causal_mask and masked_softmax are in the backup.
-# Minutes: 2.5
+# Minutes: 3
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ### Attention in the Transformer: $Q$, $K$, $V$
@@ -594,8 +568,33 @@ assert torch.allclose(out, mha(x, x, x), atol=1e-6)  # = the library's
 # - Why several heads: one softmax can weigh two places, but what it finds there is blended into one average; h heads keep h averages apart for W^O.
 # - Measured (backup "Why several heads?"): transformer-dates' recipe with 1 head of 64 against 4 of 16, same 238,287 parameters, 3 seeds: both reach 99.9% in 500-900 steps.
 # - Dates need few relations; on translation one head was 0.9 BLEU below the best setting (Vaswani et al., Table 3 A), and 32 heads were also worse.
-# - What our heads do (backup, real words): head 2 of transformer-en-fr's first encoder layer puts its top weight on <eos> 26% of the time (chance 11%), the no-op Clark et al. (2019) found in BERT; the others only lean.
-# Minutes: 3
+# - What our heads do, on real words: the next slide.
+# Minutes: 2.5
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### Two heads of the trained model, one string
+#
+# `transformer-en-fr`, the first encoder layer, on a test-split string (each row sums to 1):
+
+# %% jupyter={"source_hidden": true}
+lecture.self_attention_heads(transformer_fr, "Create new cell at the current line", heads=[0, 1])
+
+# %% [markdown] slideshow={"slide_type": "fragment"}
+# Over the test split head 2 parks on `<eos>` 26% of the time (11% by chance): a head with
+# nothing to do. The others only lean (13-18%, chance 7-9%).
+
+# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
+# Say:
+# - What does each head seem to do? (Ask the room first.)
+# - Head 2 sends most queries to <eos>: a head with nothing to do parks its weight there (Clark et al. 2019 found it in BERT).
+# - Measured over the test split, the other heads only lean (13-18% against 7-9% by chance): reading a job off one picture would overstate it.
+# If asked:
+# - Two of the four heads of the first encoder layer of transformer-en-fr on the test-split string "Create new cell at the current line" (four side by side leave no room for 8 labels each): each query row sums to 1. Heads 3 and 4 lean to the previous (14%) and the first token (13%).
+
+# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
+# - That is the honest, measured answer to "what do the heads do" at this size; cleanly "syntactic" heads are reported for far larger models (Clark et al. 2019 on BERT; Voita et al. 2019 on translation encoders).
+# - One role does stand out in the EN->FR Transformer (results/language.json): head 2 of its first encoder layer puts its strongest weight on <eos> 26% of the time (chance 11%), the no-op behaviour Clark et al. found in BERT, whose heads park their weight on [SEP] when they have nothing to do.
+# Minutes: 1.5
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ### Attention is not always an explanation
@@ -627,12 +626,12 @@ lecture.alpha_and_occlusion(occlusion["example"], occlusion["agreement"], occlus
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # - Occlusion is only one measure of dependence: an <unk> in a sentence is an input the model never saw (out of distribution), and it is blind to redundancy (if two pieces carry the same information, hiding either costs little).
-# Minutes: 3
+# Minutes: 2.5
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# ### Held-out phrases: five chosen, eight drawn at random
+# ### Held-out phrases: five chosen, eight drawn at random (the menu)
 #
-# Same words as the reference: 149 of 1,430 held-out strings (10.4%, greedy).
+# The reference's words, spacing aside: 149 of 1,430 held-out strings (10.4%, greedy).
 
 # %% jupyter={"source_hidden": true}
 held_out = lecture.PREPARED_PHRASES + lecture.drawn_phrases(transformer_fr, count=8, seed=0)
@@ -642,7 +641,7 @@ widgets.PhraseGallery("transformer-en-fr", held_out)  # translated once, when th
 # Say:
 # - Strings of two applications no model saw (Trac, OpenSlides), translated when the cell ran: show the first one I chose, then two drawn at random.
 # - The chosen ones show the good case: "previous version" becomes "version précédente", the rows cross as in Fig. 3; the fifth fails.
-# - The random ones are the honest picture: one of eight has the reference's words, near the 10.4% of the whole split (exact string match: 9.7%).
+# - The random ones are the honest picture: one of eight has the reference's words, near the 10.4% of the whole split (9.7% if spacing must match too: the README's exact match).
 # If asked:
 # - A phrase from the room: the backup's stepper (type it, Enter); the line beside the output says whether it was in training.
 
@@ -650,6 +649,7 @@ widgets.PhraseGallery("transformer-en-fr", held_out)  # translated once, when th
 # - The draw: random.Random(0) among the held-out strings of 2-6 words without placeholders, none in the training split nor one word from a string there (lecture.drawn_phrases); each menu entry says ✓ or gives the reference.
 # - Cross-attention of the last decoder layer, mean of its 4 heads; rows: the output pieces.
 # - The chosen failure: "Can support motions" gives "Peut supporttions de support".
+# - Repeats: the search refuses a word start a third time, not a stutter inside a word (German can write "Mechechech...").
 # Minutes: 2
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
@@ -777,7 +777,8 @@ lecture.vaswani_table(language)
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Backup slides
 #
-# Kept for questions: prepared phrases, four scores trained, one head against four, the heads per word, the
+# Kept for questions: prepared phrases, four scores trained, one head against four, teacher
+# forcing and exposure bias, the
 # library's code, the equations checked by hand, how the heads split the
 # work, your own score in a trained model, where the alignment breaks, training live, forward
 # times, path lengths explored, $Q$/$K$/$V$ of the trained model, Table 2 and rare words.
@@ -797,7 +798,7 @@ lecture.vaswani_table(language)
 # c_t &= \sum_{i=1}^{n}\alpha_{t,i}\,h_i && \text{context vector}\\[4pt]
 # \alpha_{t,i} &= \frac{\exp(\mathrm{score}(s_{t-1},h_i))}{\sum_{j=1}^{n}\exp(\mathrm{score}(s_{t-1},h_j))} && \text{attention weights}\\[4pt]
 # \mathrm{score}(s_{t-1},h_i) &= v^\top \tanh(W s_{t-1} + U h_i) && \text{Bahdanau: additive}\\[4pt]
-# \text{or } \mathrm{score}(s_{t-1},h_i) &= s_{t-1}^\top W_a h_i && \text{Luong's general form, on } s_{t-1}
+# \text{or } \mathrm{score}(s_{t-1},h_i) &= s_{t-1}^\top W_a h_i && \text{bilinear (Luong's "general", on Bahdanau's query)}
 # \end{aligned}
 # $$
 #
@@ -912,6 +913,38 @@ lecture.show_source(A.attention)
 # values (c_t). A backup slide writes the same equations out by hand and checks them.
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
+# ### Backup: teacher forcing and exposure bias
+#
+# **Training:** position $t$'s input is the *true* $y_{t-1}$ ($y_0$ = `<s>`) and it attends to
+# $y_0..y_{t-1}$: one pass, the causal mask hiding the rest. **Decoding:** the inputs are its own
+# outputs: one pass per token.
+
+# %% jupyter={"source_hidden": true}
+transformer = attnlab.load("transformer-dates")
+lecture.teacher_forcing(transformer, "3 May 1979", "1979-05-03", mistake=(6, "1"))
+
+# %% [markdown] slideshow={"slide_type": "fragment"}
+# **Exposure bias** (last row): training never shows the decoder its own mistakes; forced to
+# write a wrong month digit, it builds on it: October, a valid date, and wrong. Remedies in
+# training: scheduled sampling (Bengio et al., 2015), sequence-level training (Ranzato et al., 2016).
+
+# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
+# Say:
+# - Training predicts all 11 positions in 1 pass; decoding needs 11 passes, one per token.
+# - So the Transformer trains in parallel over positions but still writes one token at a time.
+# - Exposure bias, the last row: forced to write "1" as the month's first digit (a mistake training never showed it), it goes on with "0": "1979-10-03", October. One mistake steers what follows.
+# If asked:
+# - Live on the trained transformer-dates. The passes are counted (a hook on the output layer), not assumed.
+# - An RNN is sequential in both (its state s_t needs s_{t-1} even when the inputs are known).
+# - "Shifted right": the input row is the output row moved one place, with <s> in front.
+
+# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
+# - The fragment answers the question students always ask, exposure bias. Scheduled sampling feeds the model its own predictions with a growing probability during training; sequence-level training scores whole outputs.
+
+# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
+# - Beam search (its own slide later) is a test-time search, not a remedy in training.
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Backup: the library's causal mask and masked softmax
 #
 # Query $t$ may attend to keys $1..t$ only: `causal_mask(n)` is True on and below the diagonal,
@@ -1011,28 +1044,6 @@ lecture.three_attentions(transformer, "3 May 1979")
 # reads the inputs <s>, y_1..y_{t-1} only, never y_t itself. Right: cross-attention; the row of
 # the first year digit (the position that reads <s>) looks at the year. Rows are labelled by the
 # output written, as in the DecodeStepper and the real-language heatmaps.
-
-# %% [markdown] slideshow={"slide_type": "subslide"}
-# ### Backup: self-attention on real words, one head at a time
-
-# %% jupyter={"source_hidden": true}
-transformer_de, verb = attnlab.load("transformer-en-de"), language["verb_final"]
-lecture.self_attention_heads(transformer_fr, "Create new cell at the current line", heads=[0, 1])
-
-# %% [markdown] slideshow={"slide_type": "fragment"}
-# Over the test split head 2 parks on `<eos>` 26% of the time (chance 11%); backup: the 4 heads.
-
-# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
-# Say:
-# - What does each head seem to do? (Ask the room first.)
-# - Head 2 sends most queries to <eos>: a head with nothing to do parks its weight there (Clark et al. 2019 found it in BERT).
-# - Measured over the test split, the other heads only lean (13-18% against 7-9% by chance): reading a job off one picture would overstate it.
-# If asked:
-# - Two of the four heads of the first encoder layer of transformer-en-fr on the test-split string "Create new cell at the current line" (four side by side leave no room for 8 labels each): each query row sums to 1. Heads 3 and 4 lean to the previous (14%) and the first token (13%).
-
-# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
-# - That is the honest, measured answer to "what do the heads do" at this size; cleanly "syntactic" heads are reported for far larger models (Clark et al. 2019 on BERT; Voita et al. 2019 on translation encoders).
-# - One role does stand out in the EN->FR Transformer (results/language.json): head 2 of its first encoder layer puts its strongest weight on <eos> 26% of the time (chance 11%), the no-op behaviour Clark et al. found in BERT, whose heads park their weight on [SEP] when they have nothing to do.
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Backup: how the 4 heads split the work
@@ -1270,6 +1281,7 @@ lecture.language_table(language)
 # "Clear" (0.85–1.00); shown, the clearest:
 
 # %% jupyter={"source_hidden": true}
+transformer_de, verb = attnlab.load("transformer-en-de"), language["verb_final"]
 lecture.held_out_example(transformer_de, verb, layer=verb["layer"], head=verb["head"])
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}

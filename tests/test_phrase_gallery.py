@@ -66,7 +66,7 @@ def test_the_column_beside_the_picture_says_what_the_chosen_phrase_became(galler
         said = html.unescape(gallery.words.frame((i,)).view.value)
         data = gallery.frame.data
         assert f"'{text}'" in said and f"'{data['translation']}'" in said
-        assert data["seen"] and data["seen"] in said and "font-size:22px" in said
+        assert data["seen"] and data["seen"] in said and "font-size:24px" in said
         columns.append(said)
     assert len(set(columns)) == len(PREPARED_PHRASES)
 

@@ -302,6 +302,8 @@ class Heatmap:
         if reveal_rows:  # the static labels keep their room but are invisible
             for tick_label in self.ax.get_yticklabels():
                 tick_label.set_alpha(0.0)
+            # and no tick mark: beside a row not yet written it reads as a "-" token
+            self.ax.tick_params(axis="y", length=0)
             self._row_texts = {r: self._row_label(r, y_shown[r]) for r in y_kept}
 
     def record(self) -> dict:

@@ -17,7 +17,7 @@ shipped frames (:mod:`attnlab.pictures.frame_cache`, keyed by what each draws); 
 (a typed date, another model, a student's score) is drawn.  The pictures' type sizes come
 from ``attnlab.pictures.typography.TYPE``; every other text a widget shows (its controls, in
 notebooks/rise.css, and its HTML lines: the message, the model, seen in training, a step's
-words, tables) is ``attnlab.widgets._base.TEXT_PX`` (22 px) on the slide.
+words, tables) is ``attnlab.widgets._base.TEXT_PX`` (24 px) on the slide, the controls 22 px.
 """
 
 from .decode_stepper import DecodeStepper

@@ -44,7 +44,7 @@ MAX_MESSAGE = 160
 #: message, the model, seen in training, readouts, tables) here, its controls in
 #: notebooks/rise.css.  The controls are what the lecturer points at: larger than a picture's
 #: smallest text (attnlab.pictures.typography.MIN_TEXT_PX).
-TEXT_PX = 22.0
+TEXT_PX = 24.0
 
 
 def short(text: str, limit: int = MAX_MESSAGE) -> str:

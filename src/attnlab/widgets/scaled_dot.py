@@ -33,10 +33,10 @@ from attnlab.models.threads import torch_threads
 from attnlab.pictures.canvas import cache_background, png_bytes, restore_background, slide_figure
 from attnlab.pictures.frame_cache import rendered
 from attnlab.pictures.heatmaps import Heatmap
-from attnlab.pictures.typography import literal
+from attnlab.pictures.typography import TYPE, literal
 from attnlab.training.checkpoints import load
 
-from ._base import BaseWidget
+from ._base import TEXT_PX, BaseWidget
 from ._frames import FrameGrid
 
 __all__ = [
@@ -59,7 +59,7 @@ N_RANDOM = 8  # random queries and keys
 #: Scores are drawn on a fixed colour range [-SCORE_RANGE, SCORE_RANGE]: large unscaled
 #: scores saturate the colours just as they saturate the softmax.
 SCORE_RANGE = 6.0
-WIDTH_PX, HEIGHT_PX = 1150, 470  # its right edge left of the slideshow's arrows
+WIDTH_PX, HEIGHT_PX = 1150, 500  # its right edge left of the slideshow's arrows
 RANDOM_NOTE = "random mode: q_t, k_i have independent N(0, 1) entries; t, i are positions only"
 
 
@@ -96,8 +96,8 @@ def summary(values: dict[str, np.ndarray], d_k: int) -> str:
     w = values["weights"]
     top = w.max(axis=1)
     std = float(np.nanstd(values["scores"]))
-    return (
-        f"d_k = {d_k}:  std(QKᵀ) {std:.1f},  std(QKᵀ/√d_k) {std / math.sqrt(d_k):.1f};  "
+    return (  # two lines: at the readout size one would not fit the picture
+        f"d_k = {d_k}:  std(QKᵀ) {std:.1f},  std(QKᵀ/√d_k) {std / math.sqrt(d_k):.1f}\n"
         f"mean largest α {top.mean():.2f};  α > 0.99 in {int((top > 0.99).sum())} of {len(w)} rows"
     )
 
@@ -205,15 +205,15 @@ class ScaledDotExplorer(BaseWidget):
         W, H = WIDTH_PX, HEIGHT_PX
         # room on the left and below for a trained head's labels ("<eos>", upright), the
         # caption and the note under them
-        self.fig.subplots_adjust(left=120 / W, right=1 - 48 / W, top=1 - 34 / H, bottom=168 / H,
-                                 wspace=0.22)  # fmt: skip
+        self.fig.subplots_adjust(left=120 / W, right=1 - 60 / W, top=1 - 34 / H, bottom=204 / H,
+                                 wspace=0.42)  # fmt: skip
         axes = self.fig.subplots(1, 3)
         labels = {"xlabel": "keys k_i", "sizes": sizes}
-        # both score panels: a diverging map centred on 0 (one colorbar), masked scores grey
+        # both score panels: a diverging map centred on 0, masked scores grey; each heatmap
+        # its own colour bar (one bar between two panels reads as the right one's only)
         scores = {"cmap": "RdBu_r", "vmin": -SCORE_RANGE, "vmax": SCORE_RANGE, "extend": "both"}
         self.panels = [
-            Heatmap(axes[0], "QKᵀ", bad="0.85", colorbar=False, ylabel="queries q_t",
-                    **scores, **labels),
+            Heatmap(axes[0], "QKᵀ", bad="0.85", ylabel="queries q_t", **scores, **labels),
             Heatmap(axes[1], "QKᵀ/√d_k", bad="0.85", ylabel="", **scores, **labels),
             Heatmap(axes[2], "", ylabel="", **labels),
         ]  # fmt: skip
@@ -224,7 +224,10 @@ class ScaledDotExplorer(BaseWidget):
             0.5, 1.0, "", transform=axes[2].transAxes, ha="center", va="bottom",
             fontsize=sizes.title, animated=True,
         )  # fmt: skip
-        self.caption = self.fig.text(8 / W, 34 / H, "", fontsize=sizes.caption, animated=True)
+        # the readout is what the room reads off this slide: at the widgets' readout size
+        readout_pt = sizes.caption * TEXT_PX / TYPE.caption
+        self.caption = self.fig.text(8 / W, 36 / H, "", fontsize=readout_pt, animated=True,
+                                     linespacing=1.25)  # fmt: skip
         self.note_text = self.fig.text(8 / W, 8 / H, "", fontsize=sizes.caption, color="0.3")
         self._layout: tuple = ()
 
