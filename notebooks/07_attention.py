@@ -198,7 +198,7 @@ widgets.DecodeStepper()  # the shipped rnnsearch-dates; more models in the model
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Real language: Bahdanau's Fig. 3, ours
 #
-# `rnnsearch-en-fr` on one of only 2 **test-split** strings our rule finds (none in training within one word):
+# `rnnsearch-en-fr` on a **test-split** string found by a rule; `##` marks a piece inside a word:
 
 # %% jupyter={"source_hidden": true}
 language = load_results()  # measured once over the test split, with the models below
@@ -206,8 +206,7 @@ rnnsearch_fr = attnlab.load("rnnsearch-en-fr")
 lecture.held_out_example(rnnsearch_fr, language["word_order"], lines=True)
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# "disponibles" moves back left (0.48 "available", 0.42 "images"); "les" has no English word.<br>
-# The models read subword pieces: `##` marks a piece that continues a word (backup: BPE).
+# "disponibles" moves back left (0.48 "available", 0.42 "images"); "les" has no English word.
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Say:
@@ -413,9 +412,8 @@ lecture.positional_encoding_picture(n=40, d=64, at=10)
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Masked (causal) attention: edit me
 #
-# Training feeds the decoder the true outputs shifted right, all positions in one pass (*teacher
-# forcing*), so query $t$ may attend to keys $1..t$ only. Change the mask, re-run: `mask.T` (the
-# present and future), `~mask` (only the future), `torch.ones(6, 6, dtype=torch.bool)` (no mask).
+# Training feeds the true outputs, shifted right, all at once (*teacher forcing*): query $t$ may
+# attend to keys $1..t$ only. Re-run with `mask.T`, `~mask` or `torch.ones(6, 6, dtype=torch.bool)`.
 
 # %%
 mask = A.causal_mask(6)  # <- edit this line
@@ -430,6 +428,7 @@ lecture.causal_demo(mask)
 # - Exposure bias (training never shows the decoder its own mistakes), measured on transformer-dates: backup "teacher forcing and exposure bias".
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
+# - The edits: mask.T lets each query see the present and the future, ~mask only the future, torch.ones no mask at all.
 # - With ~mask the last query has no key left: its row is all zeros (the library's masked softmax gives such a row 0 rather than NaN), so the future gets 5 of the 6 rows' weight.
 # - A mask of the wrong shape or type gives a one-line message.
 # - The library's causal_mask and masked_softmax are in the backup.
@@ -573,15 +572,14 @@ assert torch.allclose(out, mha(x, x, x), atol=1e-6)  # = the library's
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Two heads of the trained model, one string
-#
-# `transformer-en-fr`, the first encoder layer, on a test-split string (each row sums to 1):
 
 # %% jupyter={"source_hidden": true}
-lecture.self_attention_heads(transformer_fr, "Create new cell at the current line", heads=[0, 1])
+lecture.self_attention_heads(
+    transformer_fr, "Create new cell at the current line", heads=[0, 1], max_height=450
+)
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# Over the test split head 2 parks on `<eos>` 26% of the time (11% by chance): a head with
-# nothing to do. The others only lean (13-18%, chance 7-9%).
+# Encoder layer 1, test split: head 2 parks on `<eos>` 26% of the time (11% by chance).
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Say:
@@ -589,6 +587,7 @@ lecture.self_attention_heads(transformer_fr, "Create new cell at the current lin
 # - Head 2 sends most queries to <eos>: a head with nothing to do parks its weight there (Clark et al. 2019 found it in BERT).
 # - Measured over the test split, the other heads only lean (13-18% against 7-9% by chance): reading a job off one picture would overstate it.
 # If asked:
+# - The other heads only lean (13-18% against 7-9% by chance).
 # - Two of the four heads of the first encoder layer of transformer-en-fr on the test-split string "Create new cell at the current line" (four side by side leave no room for 8 labels each): each query row sums to 1. Heads 3 and 4 lean to the previous (14%) and the first token (13%).
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
@@ -798,7 +797,7 @@ lecture.vaswani_table(language)
 # c_t &= \sum_{i=1}^{n}\alpha_{t,i}\,h_i && \text{context vector}\\[4pt]
 # \alpha_{t,i} &= \frac{\exp(\mathrm{score}(s_{t-1},h_i))}{\sum_{j=1}^{n}\exp(\mathrm{score}(s_{t-1},h_j))} && \text{attention weights}\\[4pt]
 # \mathrm{score}(s_{t-1},h_i) &= v^\top \tanh(W s_{t-1} + U h_i) && \text{Bahdanau: additive}\\[4pt]
-# \text{or } \mathrm{score}(s_{t-1},h_i) &= s_{t-1}^\top W_a h_i && \text{bilinear (Luong's "general", on Bahdanau's query)}
+# \text{or } \mathrm{score}(s_{t-1},h_i) &= s_{t-1}^\top W_a h_i && \text{bilinear (Luong's "general")}
 # \end{aligned}
 # $$
 #

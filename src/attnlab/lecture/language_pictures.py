@@ -129,9 +129,12 @@ def _alignment_lines(ax, alpha, x_labels, y_labels, sizes, least: float = 0.2) -
     ax.axis("off")
 
 
-def self_attention_heads(model, text: str, layer: int = 0, heads=None) -> Picture:
+def self_attention_heads(
+    model, text: str, layer: int = 0, heads=None, max_height: float = 520
+) -> Picture:
     """The encoder self-attention of ``layer`` on ``text``, one panel per head side by side:
-    every head, or those of ``heads`` (0-based; a long text leaves room for only a few)."""
+    every head, or those of ``heads`` (0-based; a long text leaves room for only a few), at
+    most ``max_height`` px tall (room for a caption under it)."""
     w = model.attention_weights(text)
     src = w["source_tokens"]
     shown = list(range(w["encoder_self"].shape[1])) if heads is None else list(heads)
@@ -139,7 +142,7 @@ def self_attention_heads(model, text: str, layer: int = 0, heads=None) -> Pictur
     h = len(shown)
 
     def draw():
-        fig, sizes, axes = _sized_heatmaps(src, src, panels=h)
+        fig, sizes, axes = _sized_heatmaps(src, src, panels=h, max_height=max_height)
         for ax in axes[1:]:
             ax.sharey(axes[0])  # one row of query labels, on the left, for every panel
         for k, ax in enumerate(axes):
@@ -154,7 +157,7 @@ def self_attention_heads(model, text: str, layer: int = 0, heads=None) -> Pictur
     which = f"{h} heads" if heads is None else "heads " + ", ".join(str(i + 1) for i in shown)
     summary = f"{model.card['name']}: encoder self-attention, layer {layer + 1}, {which}: {text!r}"
     return Picture(draw, summary, {"weights": weights, "source": src, "heads": shown},
-                   name="self_attention_heads", inputs=[weights, list(src), shown],
+                   name="self_attention_heads", inputs=[weights, list(src), shown, max_height],
                    code=(__name__,))  # fmt: skip
 
 

@@ -59,7 +59,7 @@ N_RANDOM = 8  # random queries and keys
 #: Scores are drawn on a fixed colour range [-SCORE_RANGE, SCORE_RANGE]: large unscaled
 #: scores saturate the colours just as they saturate the softmax.
 SCORE_RANGE = 6.0
-WIDTH_PX, HEIGHT_PX = 1150, 500  # its right edge left of the slideshow's arrows
+WIDTH_PX, HEIGHT_PX = 1150, 510  # its right edge left of the slideshow's arrows
 RANDOM_NOTE = "random mode: q_t, k_i have independent N(0, 1) entries; t, i are positions only"
 
 
@@ -205,21 +205,26 @@ class ScaledDotExplorer(BaseWidget):
         W, H = WIDTH_PX, HEIGHT_PX
         # room on the left and below for a trained head's labels ("<eos>", upright), the
         # caption and the note under them
-        self.fig.subplots_adjust(left=120 / W, right=1 - 60 / W, top=1 - 34 / H, bottom=204 / H,
-                                 wspace=0.42)  # fmt: skip
+        self.fig.subplots_adjust(left=120 / W, right=1 - 48 / W, top=1 - 34 / H, bottom=204 / H,
+                                 wspace=0.22)  # fmt: skip
         axes = self.fig.subplots(1, 3)
         labels = {"xlabel": "keys k_i", "sizes": sizes}
-        # both score panels: a diverging map centred on 0, masked scores grey; each heatmap
-        # its own colour bar (one bar between two panels reads as the right one's only)
+        # both score panels: one diverging map centred on 0, masked scores grey, its bar
+        # beside the second and titled for both (a bar for each leaves too little room for
+        # a trained head's labels); the first panel's colours clip as its softmax saturates
         scores = {"cmap": "RdBu_r", "vmin": -SCORE_RANGE, "vmax": SCORE_RANGE, "extend": "both"}
         self.panels = [
-            Heatmap(axes[0], "QKᵀ", bad="0.85", ylabel="queries q_t", **scores, **labels),
+            Heatmap(axes[0], "QKᵀ", bad="0.85", colorbar=False, ylabel="queries q_t",
+                    **scores, **labels),
             Heatmap(axes[1], "QKᵀ/√d_k", bad="0.85", ylabel="", **scores, **labels),
             Heatmap(axes[2], "", ylabel="", **labels),
         ]  # fmt: skip
         for ax in axes[1:]:
             ax.sharey(axes[0])  # the rows are the same queries in every panel: labelled once
             ax.tick_params(labelleft=False)
+        bar = self.panels[1].colorbar  # the scores' bar: whole numbers clear of the next panel
+        bar.set_ticks([-5, 0, 5])
+        bar.ax.set_title("scores", fontsize=sizes.caption)
         self.softmax_title = axes[2].text(
             0.5, 1.0, "", transform=axes[2].transAxes, ha="center", va="bottom",
             fontsize=sizes.title, animated=True,
