@@ -59,13 +59,13 @@ N_RANDOM = 8  # random queries and keys
 #: Scores are drawn on a fixed colour range [-SCORE_RANGE, SCORE_RANGE]: large unscaled
 #: scores saturate the colours just as they saturate the softmax.
 SCORE_RANGE = 6.0
-WIDTH_PX, HEIGHT_PX = 1150, 510  # its right edge left of the slideshow's arrows
-RANDOM_NOTE = "random mode: q_t, k_i have independent N(0, 1) entries; t, i are positions only"
+WIDTH_PX, HEIGHT_PX = 1150, 490  # its right edge left of the slideshow's arrows
+RANDOM_NOTE = "random q_t, k_i: N(0, 1) entries; t, i: positions"
 
 
 def trained_note(d_k: int) -> str:
     """The note under a trained head's picture: its own d_k, and that an encoder is unmasked."""
-    return f"trained encoder head: d_k = {d_k}, not the slider's; an encoder is unmasked ('causal': a what-if)"
+    return f"trained head: its own d_k = {d_k}; encoders are unmasked"
 
 
 def row_entropy(weights: np.ndarray) -> np.ndarray:
@@ -205,7 +205,7 @@ class ScaledDotExplorer(BaseWidget):
         W, H = WIDTH_PX, HEIGHT_PX
         # room on the left and below for a trained head's labels ("<eos>", upright), the
         # caption and the note under them
-        self.fig.subplots_adjust(left=120 / W, right=1 - 48 / W, top=1 - 34 / H, bottom=204 / H,
+        self.fig.subplots_adjust(left=120 / W, right=1 - 48 / W, top=1 - 34 / H, bottom=180 / H,
                                  wspace=0.22)  # fmt: skip
         axes = self.fig.subplots(1, 3)
         labels = {"xlabel": "keys k_i", "sizes": sizes}
@@ -231,9 +231,11 @@ class ScaledDotExplorer(BaseWidget):
         )  # fmt: skip
         # the readout is what the room reads off this slide: at the widgets' readout size
         readout_pt = sizes.caption * TEXT_PX / TYPE.caption
-        self.caption = self.fig.text(8 / W, 36 / H, "", fontsize=readout_pt, animated=True,
+        self.caption = self.fig.text(8 / W, 12 / H, "", fontsize=readout_pt, animated=True,
                                      linespacing=1.25)  # fmt: skip
-        self.note_text = self.fig.text(8 / W, 8 / H, "", fontsize=sizes.caption, color="0.3")
+        # the note: right of the readout's second line, at the picture's caption size
+        self.note_text = self.fig.text(1 - 8 / W, 12 / H, "", ha="right", fontsize=sizes.caption,
+                                       color="0.3")  # fmt: skip
         self._layout: tuple = ()
 
     def _set_layout(self, keys: list[str], queries: list[str], note: str) -> None:
