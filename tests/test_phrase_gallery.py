@@ -150,6 +150,8 @@ def test_drawn_phrases_are_a_seeded_draw_of_new_held_out_strings_marked_right_or
             "random: ✓ the reference" if right else f"random: ✗ ref. {references[text]}"
         )
     assert any("✗" in note for _, note in drawn), "a random draw of all successes: not ~10%"
+    chosen = {text for text, _ in PREPARED_PHRASES}
+    assert not chosen & {text for text, _ in drawn}, "a chosen phrase drawn again counts twice"
 
 
 @pytest.mark.parametrize("count", [0, 21, 2.5, True])

@@ -46,23 +46,28 @@ def _target_language(model, who: str) -> str:
     return task[3:]
 
 
-def drawn_phrases(model, count: int = 8, seed: int = 0, words: tuple[int, int] = (2, 6)):
+def drawn_phrases(
+    model, count: int = 8, seed: int = 0, words: tuple[int, int] = (2, 6), chosen=PREPARED_PHRASES
+):
     """``count`` strings of the held-out packages drawn at random (``random.Random(seed)``),
     as (English, note) pairs for :class:`attnlab.widgets.PhraseGallery`: not a selection of
     successes.  Drawn among the strings of ``words`` words (bounds included) without
     placeholders that were neither in the training split nor one word from a string there
-    (:mod:`attnlab.text.seen`); each note says whether ``model`` (greedy) writes the reference
-    word for word (✓) or not (✗, with the reference)."""
+    (:mod:`attnlab.text.seen`), and none of the ``chosen`` (text, note) pairs shown beside
+    them; each note says whether ``model`` (greedy) writes the reference word for word (✓) or
+    not (✗, with the reference)."""
     if not isinstance(count, int) or isinstance(count, bool) or not 1 <= count <= 20:
         raise ValueError(f"count must be an int from 1 to 20; got {count!r:.20}")
     lang = _target_language(model, "drawn_phrases")
     index = seen.seen_index(lang)
     lo, hi = words
+    shown = {text for text, _ in chosen}  # a chosen phrase drawn again would count twice
     pool = [
         (en, ref)
         for en, ref in seen.held_out_pairs(lang)  # the held-out split, shipped
-        if lo <= len(en.split()) <= hi and "{" not in en and seen.verdict(index, en).kind == "new"
-    ]
+        if lo <= len(en.split()) <= hi and "{" not in en and en not in shown
+        and seen.verdict(index, en).kind == "new"
+    ]  # fmt: skip
     drawn = random.Random(seed).sample(pool, min(count, len(pool)))
     notes = []
     for en, ref in drawn:

@@ -43,7 +43,9 @@ def reverse_demo(
             said.insert(1, _rate(results, name, length))  # the rate after the mark
             row.append(" ".join(part for part in said if part))
         rows.append(row)
-    caption = "Reverse a digit string (in brackets: exact match at that length, Fig. 2)"
+    per_bin = results.get("config", {}).get("per_bin")
+    strings = f"{per_bin} test strings" if per_bin else "the test strings"
+    caption = f"Reverse a digit string (in brackets: exact match on {strings} of that length range)"
     return Table(["length", "input", *names], rows, caption, first_width=10)
 
 
