@@ -263,13 +263,13 @@ def _box(ax, sizes, centre, width: float, cand: Candidate, on: tuple[bool, bool]
     if not edges:
         ax.add_patch(patches.Rectangle(
             (x - width / 2, y - _BOX_H / 2), width, _BOX_H, facecolor=fill,
-            edgecolor="0.7" if faded else "0.3", lw=1.5, ls="--" if faded else "-", zorder=3,
+            edgecolor="0.45" if faded else "0.3", lw=1.5, ls="--" if faded else "-", zorder=3,
         ))  # fmt: skip
     piece = _fitted(readable(list(cand.pieces))[-1], width - 12)
     ax.text(x, y - 0.26 * _BOX_H, piece, fontsize=sizes.label, ha="center", va="center",
-            color="0.5" if faded else "black", zorder=4)  # fmt: skip
+            color="0.3" if faded else "black", zorder=4)  # fmt: skip
     ax.text(x, y + 0.24 * _BOX_H, _minus(cand.score), fontsize=sizes.label, ha="center",
-            va="center", color="0.5" if faded else "0.25", zorder=4)  # fmt: skip
+            va="center", color="0.35" if faded else "0.25", zorder=4)  # fmt: skip
 
 
 def _join(ax, start, end, cand: Candidate, on: tuple[bool, bool]) -> None:
@@ -278,7 +278,7 @@ def _join(ax, start, end, cand: Candidate, on: tuple[bool, bool]) -> None:
     (x0, y0), (x1, y1) = start, end
     colours = [colour for colour, yes in zip((GREEDY, BEAM), on, strict=True) if yes]
     if not colours:
-        style = {"color": "0.8", "lw": 1.2, "ls": "--"} if not cand.kept else {"color": "0.6"}
+        style = {"color": "0.6", "lw": 1.2, "ls": "--"} if not cand.kept else {"color": "0.45"}
         ax.plot([x0, x1], [y0, y1], zorder=1, **{"lw": 1.5, **style})
     for n, colour in enumerate(colours):
         dy = 4 * (2 * n - len(colours) + 1)
