@@ -302,7 +302,7 @@ def test_stepper_writes_each_steps_words_beside_its_picture_linked_in_the_browse
         for term in terms:  # c_t's h_i, as the context line says them, one a line
             assert term in said, (term, said)
         assert frame.data["context"].rsplit("(", 1)[1].rstrip(")") in said  # its share of alpha
-        assert "font-size:22px" in shown.view.value
+        assert "font-size:24px" in shown.view.value
 
 
 def declared_width(widget) -> float:
