@@ -534,7 +534,7 @@ lecture.causal_demo(mask)
 # - No information flows from words not yet written. With no mask the decoder could copy the answer during training, and be useless at test time.
 # If asked:
 # - No mask: teacher forcing gives the decoder the true outputs, so it could copy them.
-# - Exposure bias (training never shows the decoder its own mistakes), measured on transformer-dates: backup "teacher forcing and exposure bias".
+# - Exposure bias (training never shows the decoder its own mistakes): backup "teacher forcing, and one forced mistake carried on", where transformer-dates carries a forced mistake on.
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # - Edits to try: mask.T lets each query see the present and the future, ~mask only the future, torch.ones(6, 6, dtype=torch.bool) no mask at all.
@@ -595,6 +595,7 @@ widgets.PhraseGallery("transformer-en-fr", held_out)  # translated once, when th
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # - The draw: random.Random(0) among the held-out strings of 2-6 words without placeholders, none in the training split nor one word from a string there, and none of the five chosen (lecture.drawn_phrases); each menu entry says ✓ or gives the reference.
 # - Cross-attention of the last decoder layer, mean of its 4 heads; rows: the output pieces.
+# - ✗ means "not the reference's words", not "bad French": "Afficher les modifications de propriété" is fine and marked ✗.
 # - The chosen failure: "Can support motions" gives "Peut supporttions de support".
 # - Repeats: the search refuses a word start a third time, not a stutter inside a word (German can write "Mechechech...").
 # Minutes: 2
@@ -619,6 +620,9 @@ lecture.beam_search_picture(transformer_fr, "Special values", reference="Valeurs
 # - No length penalty: the shipped decode(model, text, beam=4).
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
+# - Without a length penalty beam search favours shorter outputs: each piece adds a negative log p.
+
+# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # - Beam keeps 4 prefixes where greedy keeps one: each step costs about 4 times more.
 # - The counts: strings right word for word with one search and not the other (142 both), from results/language.json's beam_against_greedy.
 # - The example was found by a rule: held-out strings of 1-4 words, new (not in training, nor one word from or inside a training string), greedy wrong and beam right, at most 6 steps: on the French held-out split it is the only one.
@@ -633,7 +637,7 @@ lecture.beam_search_picture(transformer_fr, "Special values", reference="Valeurs
 lecture.vaswani_table(language)
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# Dashed: the dictionary, held out: on chrF it beats our German model, not the French.
+# Held out (dashed), the dictionary beats our German model; the French: no significant gap.
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Say:
@@ -745,7 +749,7 @@ lecture.vaswani_table(language)
 # c_t &= \sum_{i=1}^{n}\alpha_{t,i}\,h_i && \text{context vector}\\[4pt]
 # \alpha_{t,i} &= \frac{\exp(\mathrm{score}(s_{t-1},h_i))}{\sum_{j=1}^{n}\exp(\mathrm{score}(s_{t-1},h_j))} && \text{attention weights}\\[4pt]
 # \mathrm{score}(s_{t-1},h_i) &= v^\top \tanh(W s_{t-1} + U h_i) && \text{Bahdanau: additive}\\[4pt]
-# \text{or } \mathrm{score}(s_{t-1},h_i) &= s_{t-1}^\top W_a h_i && \text{bilinear (Luong's "general")}
+# \text{or } \mathrm{score}(s_{t-1},h_i) &= s_{t-1}^\top W_a h_i && \text{Luong's form, Bahdanau's query}
 # \end{aligned}
 # $$
 #
@@ -912,22 +916,22 @@ transformer = attnlab.load("transformer-dates")
 lecture.teacher_forcing(transformer, "3 May 1979", "1979-05-03", mistake=(6, "1"))
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# **Exposure bias** (last row): training never shows the decoder its own mistakes; forced to
-# write a wrong month digit, it builds on it: October, a valid date, and wrong. Remedies in
-# training: scheduled sampling (Bengio et al., 2015), sequence-level training (Ranzato et al., 2016).
+# **A mistake carried on** (last row): forced to write a wrong month digit, the decoder builds on
+# it (October: valid, and wrong). Training never shows it such prefixes (*exposure bias*);
+# remedies: scheduled sampling (Bengio et al., 2015), sequence-level training (Ranzato et al., 2016).
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Say:
 # - Training predicts all 11 positions in 1 pass; decoding needs 11 passes, one per token.
 # - So the Transformer trains in parallel over positions but still writes one token at a time.
-# - Exposure bias, the last row: forced to write "1" as the month's first digit (a mistake training never showed it), it goes on with "0": "1979-10-03", October. One mistake steers what follows.
+# - The last row: forced to write "1" as the month's first digit, it goes on with "0": "1979-10-03", October. Given that prefix "0" is the right move: what we see is a mistake carried on, not the mismatch itself.
 # If asked:
 # - Live on the trained transformer-dates. The passes are counted (a hook on the output layer), not assumed.
 # - An RNN is sequential in both (its state s_t needs s_{t-1} even when the inputs are known).
 # - "Shifted right": the input row is the output row moved one place, with <s> in front.
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
-# - The fragment answers the question students always ask, exposure bias. Scheduled sampling feeds the model its own predictions with a growing probability during training; sequence-level training scores whole outputs.
+# - Exposure bias is the mismatch: in training every prefix is true, in decoding prefixes are the model's own, mistakes included; the picture shows why that matters (a mistake is carried on), it does not measure the mismatch. Scheduled sampling feeds the model its own predictions with a growing probability during training; sequence-level training scores whole outputs.
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # - Beam search (its own slide later) is a test-time search, not a remedy in training.

@@ -213,22 +213,32 @@ def held_out_example(
 
 def alpha_and_occlusion(example: dict, agreement: float, chance: float) -> Picture:
     """alpha beside occlusion (the drop of log p(y_t) when source piece i is hidden, as a share
-    of the largest drop of its row: each output step on alpha's scale, 0 to 1); ``agreement`` over the test split, beside ``chance`` (random picks)."""
+    of the largest drop in the picture: one scale for every row, so a step whose drops are all
+    tiny stays dark instead of showing noise as decisive); ``agreement`` over the test split,
+    beside ``chance`` (random picks); the panels' titles name the model."""
     x = example["source_tokens"][:-1]  # without <eos>
     y = example["output_tokens"]
     alpha = np.asarray(example["alpha"])[:, :-1]  # (T, n - 1)
     drop = np.clip(np.asarray(example["occlusion"]), 0, None)  # (T, n - 1) nats
-    costs = "cost of hiding piece i (/ row's largest)"
+    model = example.get("model", "rnnsearch-en-fr")  # the stored example: language_run's model
+    costs = f"cost of hiding piece i (/ largest, {drop.max():.1f} nats)"
     t, a, k = example["step"], example["alpha_argmax"], example["occlusion_argmax"]
 
     def draw():
         fig, sizes, (left, right) = _sized_heatmaps(x, y, panels=2, max_height=420, title=costs)
         right.sharey(left)  # one row of output labels, on the left
         heatmaps.still_heatmap(
-            left, alpha, x, y, title="alpha", xlabel="source i", ylabel="output t", sizes=sizes
+            left,
+            alpha,
+            x,
+            y,
+            title=f"alpha ({model})",
+            xlabel="source i",
+            ylabel="output t",
+            sizes=sizes,
         )
         heatmaps.still_heatmap(
-            right, drop / np.maximum(drop.max(axis=1, keepdims=True), 1e-9), x, y, title=costs,
+            right, drop / max(float(drop.max()), 1e-9), x, y, title=costs,
             xlabel="source i", ylabel="", sizes=sizes,
         )  # fmt: skip
         right.tick_params(labelleft=False)
