@@ -147,8 +147,8 @@ print(f"alpha = {a}: soft {soft.item():.1f}, hard {hard.item():.0f}")
 # ## Attention in RNN seq2seq ([Bahdanau et al., 2015](https://arxiv.org/pdf/1409.0473.pdf))
 #
 # Keep **every** $h_i$; step $t$ scores each with the query $s_{t-1}$:
-# $\mathrm{score}(s_{t-1},h_i) = v^\top \tanh(W s_{t-1} + U h_i)$ (additive: ours), or bilinear,
-# $s^\top W_a h$ (Luong's "general", queried by the state after the step).
+# $\mathrm{score}(s_{t-1},h_i) = v^\top \tanh(W s_{t-1} + U h_i)$ (additive: ours), or bilinear
+# $s_{t-1}^\top W_a h_i$ (Luong's "general" form; Luong queries with the state after the step).
 #
 # <img src="../pics/seq2seq_attention.png" width="84%">
 
@@ -174,7 +174,7 @@ print(f"alpha = {a}: soft {soft.item():.1f}, hard {hard.item():.0f}")
 widgets.DecodeStepper()  # the shipped rnnsearch-dates; more models in the model chooser
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# $\alpha$ weighs bi-GRU states: at step 1, $h_8$ (the "9") has already read the "1".
+# At $t = 1$ (press Reset): $\alpha$ weighs bi-GRU states, and $h_8$ (the "9") has already read the "1".
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Say:
@@ -188,7 +188,27 @@ widgets.DecodeStepper()  # the shipped rnnsearch-dates; more models in the model
 # Minutes: 2.5
 
 # %% [markdown] slideshow={"slide_type": "slide"}
-# ## Real language: Bahdanau's Fig. 3, ours
+# ### Subwords: byte-pair encoding (after [Sennrich et al., 2016](https://arxiv.org/abs/1508.07909))
+
+# %% jupyter={"source_hidden": true}
+lecture.bpe_merges_picture()  # a toy: four words and their counts
+
+# %% [markdown] slideshow={"slide_type": "fragment"}
+# Ours: 4,000 pieces (## = continues a word): "available" is one, "Available" two: Av ##ailable.
+
+# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
+# Say:
+# - A word vocabulary cannot read a word the training split lacks: it becomes <unk>.
+# - BPE starts from characters and merges the most frequent adjacent pair, again and again: frequent words end up one piece, rare ones several.
+# - An unseen word is cut by the same merges, in order: "lowest" becomes low + est.
+# If asked:
+# - "##" marks a piece that continues a word (as WordPiece writes it); SentencePiece itself marks word starts with ▁.
+# - Ours: SentencePiece's BPE, 4,000 pieces for both sides, learned on the training split only; case matters: "available" is one piece, "Available" two. Nothing is <unk>: a byte is the last resort.
+# - The cost: a rare word cut into pieces can be glued back wrongly (the beam slide, and the backup's table).
+# Minutes: 2
+
+# %% [markdown] slideshow={"slide_type": "slide"}
+# ## Real language: an alignment like Bahdanau's Fig. 3
 #
 # `rnnsearch-en-fr` on one of the only 2 **test-split** strings our rule finds (notes):
 
@@ -227,7 +247,7 @@ lecture.held_out_example(rnnsearch_fr, language["word_order"], lines=True)
 # <img src="../pics/seq2seq_attention_length.png" width="95%">
 #
 # Left: digits, 1000 steps of 128 strings per model. Right: our EN→FR models on held-out
-# packages (95% intervals): attention ahead by 4 on 1-3 words, 8 to 10.4 beyond; a dictionary above both.
+# packages (95% intervals): attention ahead by 4 on 1-3 words, by 8 to 10 beyond (not widening); a dictionary above both.
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Say:
@@ -343,8 +363,8 @@ lecture.positional_encoding_picture(n=40, d=64, at=10)
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ### Path length: Table 1 of Vaswani et al.
 #
-# Maximum path length: the most steps (layers or time steps) a signal needs between any input
-# position and any output position.
+# Maximum path length: over all pairs of an input and an output position, the longest of the
+# shortest paths between them, in steps (layers or time steps).
 #
 # | layer type | work per layer | sequential operations | maximum path length |
 # |---|---|---|---|
@@ -473,7 +493,8 @@ assert torch.allclose(out, mha(x, x, x), atol=1e-6)  # = the library's
 # FLOPs of one wide head (nearly: $h$ score matrices), with $h$ attention patterns instead of one.
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# **Why several?** One head weighs the values *one* way per query; $h$ heads weigh them $h$ ways.
+# **Why several?** One head weighs the values *one* way per query; $h$ heads weigh them $h$ ways
+# (our dates need only one: backup).
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Say:
@@ -546,7 +567,7 @@ lecture.causal_demo(mask)
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ### Attention is not always an explanation
 #
-# Hide one source piece (as `<unk>`): how much does the output's probability drop? Beside $\alpha$,
+# Hide one source piece (as `<unk>`): how much does the same output's probability drop? Beside $\alpha$,
 # at their worst disagreement. Over the test split both pick the same piece at 34% of steps
 # (13.7% by chance). Occlusion has flaws too (`<unk>` is out of distribution).
 
@@ -637,7 +658,7 @@ lecture.beam_search_picture(transformer_fr, "Special values", reference="Valeurs
 lecture.vaswani_table(language)
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# Held out (dashed), the dictionary beats our German model; the French: no significant gap.
+# Dashed line: the held-out dictionary; it beats our German model, not significantly our French.
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Say:
@@ -648,7 +669,7 @@ lecture.vaswani_table(language)
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # - The dashed line: the word-by-word dictionary on the held-out packages (p = 0.07 against the French Transformer there; in domain the French model leads, 56.3 against 53.3).
-# - Every model loses 4.7 to 8.4 chrF outside its catalogs; the dictionary, which keeps every word it knows, is ahead of the German Transformer on both splits and not significantly different from the French one held out (50.8 against 51.6, p = 0.07); in domain the French one leads (56.3 against 53.3).
+# - Every neural model loses 4.8 to 8.4 chrF outside its catalogs (the dictionary 1.7 and 4.3); the dictionary, which keeps every word it knows, is ahead of the German Transformer on both splits and not significantly different from the French one held out (50.8 against 51.6, p = 0.07); in domain the French one leads (56.3 against 53.3).
 # - On BLEU, which rewards word order, the Transformers lead except on held-out German (backup: the numbers, read from results/language.json; the README: the paired tests).
 # Minutes: 1.5
 
@@ -728,9 +749,8 @@ lecture.vaswani_table(language)
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Backup slides
 #
-# Kept for questions: prepared phrases, four scores trained, one head against four, teacher
-# forcing and a forced mistake, the
-# library's code, the equations checked by hand, how the heads split the
+# Kept for questions: prepared phrases, four scores trained, one head against four, two heads
+# and one query's row on real words, teacher forcing and a forced mistake, the library's code, the equations checked by hand, how the heads split the
 # work, your own score in a trained model, where the alignment breaks, training live, forward
 # times, path lengths explored, $Q$/$K$/$V$ of the trained model, Table 2 and rare words.
 
@@ -1292,25 +1312,6 @@ lecture.held_out_example(transformer_de, verb, layer=verb["layer"], head=verb["h
 # Training holds "Clear filters" ("Filter aufheben", another verb) and "All filters" ("Alle
 # Filter": the output is it plus a verb), each one word away: the split's
 # near-twin rule starts at 4 words (the widgets' seen line checks shorter phrases too).
-
-# %% [markdown] slideshow={"slide_type": "subslide"}
-# ### Backup: subwords, byte-pair encoding (after [Sennrich et al., 2016](https://arxiv.org/abs/1508.07909))
-
-# %% jupyter={"source_hidden": true}
-lecture.bpe_merges_picture()  # a toy: four words and their counts
-
-# %% [markdown] slideshow={"slide_type": "fragment"}
-# Ours: 4,000 pieces (## = continues a word): "available" is one, "Available" two: Av ##ailable.
-
-# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
-# Say:
-# - A word vocabulary cannot read a word the training split lacks: it becomes <unk>.
-# - BPE starts from characters and merges the most frequent adjacent pair, again and again: frequent words end up one piece, rare ones several.
-# - An unseen word is cut by the same merges, in order: "lowest" becomes low + est.
-# If asked:
-# - "##" marks a piece that continues a word (as WordPiece writes it); SentencePiece itself marks word starts with ▁.
-# - Ours: SentencePiece's BPE, 4,000 pieces for both sides, learned on the training split only; case matters: "available" is one piece, "Available" two. Nothing is <unk>: a byte is the last resort.
-# - The cost: a rare word cut into pieces can be glued back wrongly (next slide, and the backup's table).
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Backup: where subwords hurt, and what beam search fixes

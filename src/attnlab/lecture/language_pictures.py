@@ -211,17 +211,23 @@ def held_out_example(
                    code=(__name__,))  # fmt: skip
 
 
+#: Occlusion costs at or above this many nats share the brightest colour: a drop of 1 nat
+#: (p falls to a third) is decisive, and larger ones need not dim it.
+COST_CAP = 1.5
+
+
 def alpha_and_occlusion(example: dict, agreement: float, chance: float) -> Picture:
-    """alpha beside occlusion (the drop of log p(y_t) when source piece i is hidden, as a share
-    of the largest drop in the picture: one scale for every row, so a step whose drops are all
-    tiny stays dark instead of showing noise as decisive); ``agreement`` over the test split,
-    beside ``chance`` (random picks); the panels' titles name the model."""
+    """alpha beside occlusion (the drop of log p(y_t) when source piece i is hidden, the output
+    kept fixed, in nats on one scale for every row, capped at :data:`COST_CAP` nats: a step whose
+    drops are all tiny stays dark, and a decisive 1-nat drop stays bright beside a 4-nat one;
+    a rise in p shows as 0); ``agreement`` over the test split, beside ``chance`` (random
+    picks); the panels' titles name the model."""
     x = example["source_tokens"][:-1]  # without <eos>
     y = example["output_tokens"]
     alpha = np.asarray(example["alpha"])[:, :-1]  # (T, n - 1)
     drop = np.clip(np.asarray(example["occlusion"]), 0, None)  # (T, n - 1) nats
     model = example.get("model", "rnnsearch-en-fr")  # the stored example: language_run's model
-    costs = f"cost of hiding piece i (/ largest, {drop.max():.1f} nats)"
+    costs = f"cost of hiding piece i (nats, {COST_CAP:g}+ bright)"
     t, a, k = example["step"], example["alpha_argmax"], example["occlusion_argmax"]
 
     def draw():
@@ -238,7 +244,7 @@ def alpha_and_occlusion(example: dict, agreement: float, chance: float) -> Pictu
             sizes=sizes,
         )
         heatmaps.still_heatmap(
-            right, drop / max(float(drop.max()), 1e-9), x, y, title=costs,
+            right, drop, x, y, title=costs, vmin=0.0, vmax=COST_CAP, extend="max",
             xlabel="source i", ylabel="", sizes=sizes,
         )  # fmt: skip
         right.tick_params(labelleft=False)
