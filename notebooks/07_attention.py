@@ -146,9 +146,8 @@ print(f"alpha = {a}: soft {soft.item():.1f}, hard {hard.item():.0f}")
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Attention in RNN seq2seq ([Bahdanau et al., 2015](https://arxiv.org/pdf/1409.0473.pdf))
 #
-# Keep **every** $h_i$; step $t$ scores each with the query $s_{t-1}$:
-# $\mathrm{score}(s_{t-1},h_i) = v^\top \tanh(W s_{t-1} + U h_i)$ (additive: ours), or bilinear
-# $s_{t-1}^\top W_a h_i$ (Luong's "general" form; Luong queries with the state after the step).
+# Step $t$ scores every $h_i$ with the query $s_{t-1}$: $\mathrm{score}(s_{t-1},h_i) = v^\top \tanh(W s_{t-1} + U h_i)$
+# (additive: ours), or bilinear $s_{t-1}^\top W_a h_i$ (Luong's "general"; he queries after the step).
 #
 # <img src="../pics/seq2seq_attention.png" width="84%">
 
@@ -247,7 +246,7 @@ lecture.held_out_example(rnnsearch_fr, language["word_order"], lines=True)
 # <img src="../pics/seq2seq_attention_length.png" width="95%">
 #
 # Left: digits, 1000 steps of 128 strings per model. Right: our EN→FR models on held-out
-# packages (95% intervals): attention ahead by 4 on 1-3 words, by 8 to 10 beyond (not widening); a dictionary above both.
+# packages (95% intervals): attention ahead by 4 on 1-3 words, by 8 to 10 beyond; a dictionary above both.
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Say:
@@ -493,8 +492,7 @@ assert torch.allclose(out, mha(x, x, x), atol=1e-6)  # = the library's
 # FLOPs of one wide head (nearly: $h$ score matrices), with $h$ attention patterns instead of one.
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# **Why several?** One head weighs the values *one* way per query; $h$ heads weigh them $h$ ways
-# (our dates need only one: backup).
+# **Why several?** One head weighs the values *one* way per query; $h$ heads weigh them $h$ ways.
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Say:
