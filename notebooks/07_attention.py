@@ -147,7 +147,7 @@ print(f"alpha = {a}: soft {soft.item():.1f}, hard {hard.item():.0f}")
 # ## Attention in RNN seq2seq ([Bahdanau et al., 2015](https://arxiv.org/pdf/1409.0473.pdf))
 #
 # Step $t$ scores every $h_i$ with the query $s_{t-1}$: $\mathrm{score}(s_{t-1},h_i) = v^\top \tanh(W s_{t-1} + U h_i)$
-# (additive: ours), or bilinear $s_{t-1}^\top W_a h_i$ (Luong's "general"; he queries after the step).
+# (additive: ours), or bilinear $s_{t-1}^\top W_a h_i$ (Luong's "general"; they query after the step).
 #
 # <img src="../pics/seq2seq_attention.png" width="84%">
 
@@ -178,7 +178,7 @@ widgets.DecodeStepper()  # the shipped rnnsearch-dates; more models in the model
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Say:
 # - Row t is alpha_{t,1..n}: the weights the decoder gives the source characters while writing output character t.
-# - The year digits attend to the year; the day's leading 0 reads the month (inferred, not copied).
+# - The year digits attend to the year's digits; other rows spread their weight (read no story off them).
 # - alpha weighs states, not characters: the bi-GRU's attention often sits one character off.
 # If asked:
 # - Step through "3 May 1979" with the play button; a date from the room only if time allows ("tuesday december 31 2099" and "01/02/1903" work).
@@ -246,7 +246,7 @@ lecture.held_out_example(rnnsearch_fr, language["word_order"], lines=True)
 # <img src="../pics/seq2seq_attention_length.png" width="95%">
 #
 # Left: digits, 1000 steps of 128 strings per model. Right: our EN→FR models on held-out
-# packages (95% intervals): attention ahead by 4 on 1-3 words, by 8 to 10 beyond; a dictionary above both.
+# packages (95% intervals): attention ahead by 4 on 1-3 words, by 8.2 to 10.4 beyond; a dictionary above both.
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Say:
@@ -333,31 +333,10 @@ torch.allclose(attend(x[perm] + pe), attend(x + pe)[perm], atol=1e-6)  # same po
 # If asked:
 # - Every score is q_t . k_i, and nothing in it says where t and i sit: shuffle the input and the outputs are shuffled the same way (permutation-equivariant), so a decoder attending over them could not tell "1979 May 3" from "3 May 1979".
 # - After the shuffle the tokens meet different position vectors, so the output changes in more than its order.
+
+# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
+# - The sinusoidal encoding itself, its formula and its dot products, and learned position embeddings (Table 3, row E): backup "the sinusoidal positional encoding".
 # Minutes: 3
-
-# %% [markdown] slideshow={"slide_type": "subslide"}
-# ### The sinusoidal positional encoding
-#
-# $PE_{pos,2i} = \sin(pos/10000^{2i/d})$ and $PE_{pos,2i+1} = \cos(pos/10000^{2i/d})$, with $i$
-# the pair index ($i = 0..d/2-1$, $pos$ from 0, as in the paper): one sine and one cosine per
-# frequency, the frequency falling with $i$. Learned position embeddings do about as well
-# (Vaswani et al., Table 3, row E).
-
-# %% jupyter={"source_hidden": true}
-lecture.positional_encoding_picture(n=40, d=64, at=10)
-
-# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
-# Say:
-# - One sine and one cosine per pair index i: low i oscillates fast, high i slowly, like the hands of a clock; together each position gets a unique pattern.
-# - Right: the dot product with position 10's vector depends only on the offset, and tells near from far only roughly.
-# If asked:
-# - Left and middle: the 32 sine and the 32 cosine dimensions, one row per pair index i.
-# - Right: the dot product of every position's vector with position 10's. It peaks at offset 0 (32 = d/2: each (sin, cos) pair adds sin^2 + cos^2 = 1) and depends only on the offset k: PE_pos . PE_{pos+k} = sum_i cos(k w_i).
-
-# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
-# - It does not simply fall off with distance: it falls overall with ripples (local peaks near offsets 6, 12, 18 and 25, the largest at 6), so it tells near from far only roughly.
-# - PE_{pos+k} is a rotation of PE_pos in each (sin, cos) pair, which is why Vaswani et al. hypothesised that relative offsets would be easy to learn.
-# Minutes: 2.5
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ### Path length: Table 1 of Vaswani et al.
@@ -379,7 +358,7 @@ lecture.positional_encoding_picture(n=40, d=64, at=10)
 # Say:
 # - Vaswani et al. argue that short paths make long-range dependencies easier to learn: gradients and information pass through fewer steps.
 # - From input 1 to output n: n steps for the RNN, 1 for self-attention.
-# - Self-attention does less work than a recurrent layer whenever n < d, which is usual for sentences.
+# - The attention term (n^2 d) is below a recurrent layer's (n d^2) whenever n < d, usual for sentences; the Q, K, V, O projections cost n d^2 in both.
 # If asked:
 # - A step is a layer or a time step; the count is the edges on the shortest path from input 1 to output n, as the library (attnlab.experiments.path_lengths), the explorer widget and the exercises count it: n for the RNN (x_1 -> h_1, then n - 1 recurrent steps).
 # - O(log_k n) is for dilated convolutions (dilation k^l in layer l); contiguous ones need ceil((n-1)/(k-1)) layers, O(n/k).
@@ -566,7 +545,7 @@ lecture.causal_demo(mask)
 # ### Attention is not always an explanation
 #
 # Hide one source piece (as `<unk>`): how much does the same output's probability drop? Beside $\alpha$,
-# at their worst disagreement. Over the test split both pick the same piece at 34% of steps
+# at their worst disagreement (red). Over the test split both pick the same piece at 34% of steps
 # (13.7% by chance). Occlusion has flaws too (`<unk>` is out of distribution).
 
 # %% jupyter={"source_hidden": true}
@@ -626,7 +605,7 @@ widgets.PhraseGallery("transformer-en-fr", held_out)  # translated once, when th
 lecture.beam_search_picture(transformer_fr, "Special values", reference="Valeurs spéciales")
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# Held-out French (1,430 strings): beam 4 rights 16 that greedy gets wrong, and spoils 7.
+# Held-out French (1,430 strings): beam 4 fixes 16 that greedy gets wrong, and breaks 7.
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Say:
@@ -656,7 +635,7 @@ lecture.beam_search_picture(transformer_fr, "Special values", reference="Valeurs
 lecture.vaswani_table(language)
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# Dashed line: the held-out dictionary; it beats our German model, not significantly our French.
+# Dashed line: the held-out dictionary; it beats our German model, is level with the French.
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Say:
@@ -748,7 +727,8 @@ lecture.vaswani_table(language)
 # ## Backup slides
 #
 # Kept for questions: prepared phrases, four scores trained, one head against four, two heads
-# and one query's row on real words, teacher forcing and a forced mistake, the library's code, the equations checked by hand, how the heads split the
+# and one query's row on real words, teacher forcing and a forced mistake, the sinusoidal
+# positional encoding, the library's code, the equations checked by hand, how the heads split the
 # work, your own score in a trained model, where the alignment breaks, training live, forward
 # times, path lengths explored, $Q$/$K$/$V$ of the trained model, Table 2 and rare words.
 
@@ -1008,6 +988,29 @@ assert torch.allclose(out, lib_out) and torch.allclose(alpha, lib_alpha)
 # The library's body is the equation; the second cell writes it out on three queries and five
 # keys and checks it against the library (no output: the assert held; re-run it, any values).
 # Everything the Transformer does with attention goes through this one function.
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### Backup: the sinusoidal positional encoding
+#
+# $PE_{pos,2i} = \sin(pos/10000^{2i/d})$ and $PE_{pos,2i+1} = \cos(pos/10000^{2i/d})$, with $i$
+# the pair index ($i = 0..d/2-1$, $pos$ from 0, as in the paper): one sine and one cosine per
+# frequency, the frequency falling with $i$. Learned position embeddings do about as well
+# (Vaswani et al., Table 3, row E).
+
+# %% jupyter={"source_hidden": true}
+lecture.positional_encoding_picture(n=40, d=64, at=10)
+
+# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
+# Say:
+# - One sine and one cosine per pair index i: low i oscillates fast, high i slowly, like the hands of a clock; together each position gets a unique pattern.
+# - Right: the dot product with position 10's vector depends only on the offset, and tells near from far only roughly.
+# If asked:
+# - Left and middle: the 32 sine and the 32 cosine dimensions, one row per pair index i.
+# - Right: the dot product of every position's vector with position 10's. It peaks at offset 0 (32 = d/2: each (sin, cos) pair adds sin^2 + cos^2 = 1) and depends only on the offset k: PE_pos . PE_{pos+k} = sum_i cos(k w_i).
+
+# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
+# - It does not simply fall off with distance: it falls overall with ripples (local peaks near offsets 6, 12, 18 and 25, the largest at 6), so it tells near from far only roughly.
+# - PE_{pos+k} is a rotation of PE_pos in each (sin, cos) pair, which is why Vaswani et al. hypothesised that relative offsets would be easy to learn.
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Backup: dilated convolutions, pictured
