@@ -111,13 +111,27 @@ def _read(path: Path) -> list[str]:
         raise SeenUnavailable(f"{path.name} cannot be read ({why})") from None
 
 
-def _file_key(path: Path) -> tuple[str, int, int]:
-    """(file, mtime, size): a file replaced is read again."""
+def _read_once(cache: dict, path: Path, parse):
+    """``parse(path)``, kept in ``cache`` under (file, mtime, size): read once per process and
+    again only when the file is replaced (its old entry dropped)."""
     try:
         info = path.stat()
+        key = (str(path), info.st_mtime_ns, info.st_size)
     except OSError:
-        return (str(path), -1, -1)
-    return (str(path), info.st_mtime_ns, info.st_size)
+        key = (str(path), -1, -1)
+    if key not in cache:
+        value = parse(path)  # SeenUnavailable
+        for old in [k for k in cache if k[0] == key[0]]:
+            del cache[old]
+        cache[key] = value
+    return cache[key]
+
+
+def _parse_pairs(path: Path) -> list[tuple[str, str]]:
+    lines = _read(path)  # SeenUnavailable
+    if any(line.count("\t") != 1 for line in lines):
+        raise SeenUnavailable(f"{path.name} cannot be read (a line is not English<TAB>reference)")
+    return [tuple(line.split("\t")) for line in lines]
 
 
 def held_out_path(lang: str, folder: Path | str | None = None) -> Path:
@@ -145,18 +159,7 @@ def held_out_bytes(pairs: Iterable[tuple[str, str]]) -> bytes:
 def held_out_pairs(lang: str, folder: Path | str | None = None) -> list[tuple[str, str]]:
     """The held-out split's (English, reference) pairs of ``lang``, in the split's order, read
     once per process; :class:`SeenUnavailable` if the file is missing or damaged."""
-    path = held_out_path(lang, folder)
-    key = _file_key(path)
-    if key not in _pairs:
-        lines = _read(path)  # SeenUnavailable
-        if any(line.count("\t") != 1 for line in lines):
-            raise SeenUnavailable(
-                f"{path.name} cannot be read (a line is not English<TAB>reference)"
-            )
-        for old in [k for k in _pairs if k[0] == key[0]]:
-            del _pairs[old]
-        _pairs[key] = [tuple(line.split("\t")) for line in lines]
-    return list(_pairs[key])
+    return list(_read_once(_pairs, held_out_path(lang, folder), _parse_pairs))
 
 
 def shipped(lang: str, splits: dict) -> list[tuple[str, Path, bytes]]:
@@ -172,14 +175,7 @@ def shipped(lang: str, splits: dict) -> list[tuple[str, Path, bytes]]:
 def seen_index(lang: str, folder: Path | str | None = None) -> TwinIndex:
     """The training split's English strings of ``lang`` as a TwinIndex, read once per process
     (again only if the file changed); :class:`SeenUnavailable` if the file is missing or damaged."""
-    path = seen_path(lang, folder)
-    key = _file_key(path)
-    if key not in _indexes:
-        index = TwinIndex(_read(path))  # SeenUnavailable
-        for old in [k for k in _indexes if k[0] == key[0]]:
-            del _indexes[old]  # a file replaced: its old index goes
-        _indexes[key] = index
-    return _indexes[key]
+    return _read_once(_indexes, seen_path(lang, folder), lambda path: TwinIndex(_read(path)))
 
 
 def _shown(text: str) -> str:
