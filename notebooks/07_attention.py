@@ -41,17 +41,6 @@
 # * take apart a sequence-to-sequence model built from attention alone, with no RNN (the
 #   Transformer), and write its parts yourself (the exercises).
 
-# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
-# Say:
-# - Welcome. Three goals on the slide, and one idea behind the whole lecture.
-# - Instead of squeezing the input into one vector, let the decoder look back at every input position and decide where to look.
-# - Everything shown is live: press Shift+Enter on any code cell.
-# If asked:
-# - The code on the slides is the library's (the backup shows its source): what you see is what runs.
-# - Every training recipe sets one torch thread; each card records it, train.threads.
-# - The date models trained in 10 s to 2 minutes, the digit-reversal ones in 1 to 19 minutes, the translation ones in at most 10 minutes each: the times are on the cards.
-# Minutes: 1
-
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"}
 # The lecture's code lives in the attnlab package; this cell only imports it and fixes seeds.
 import torch
@@ -63,6 +52,16 @@ from attnlab.experiments.language import load_results
 
 torch.manual_seed(0)
 torch.set_num_threads(1)  # small, latency-bound work: one thread is fastest on a shared machine
+
+# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
+# Say:
+# - Welcome. Three goals on the slide, and one idea behind the whole lecture.
+# - Instead of squeezing the input into one vector, let the decoder look back at every input position and decide where to look.
+# - Everything shown is live: press Shift+Enter on any code cell.
+# If asked:
+# - The code on the slides is the library's (the backup shows its source): what you see is what runs.
+# - Training times are on the model cards: dates 10 s to 2 min, digit reversal 1 to 19 min, translation at most 10 min each, one torch thread.
+# Minutes: 1
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Sequence to sequence ([Sutskever et al., 2014](https://arxiv.org/abs/1409.3215))
@@ -78,13 +77,12 @@ torch.set_num_threads(1)  # small, latency-bound work: one thread is fastest on 
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Say:
-# - The encoder squeezes the whole source into one vector; the decoder writes from it.
-# - What could go wrong? (Ask the room before revealing the fragment.)
-# - The vector has the same size for a 3-word and a 50-word sentence: something has to give. Next, our own models show it.
+# - The encoder squeezes the whole source into one vector; the decoder writes from it and its own previous outputs.
+# - Ask: what could go wrong? Then reveal the fragment.
+# - The vector has the same size for a 3-word and a 50-word sentence. Next, our own models show what gives.
 # If asked:
-# - The decoder conditions on the vector and on its own previous outputs y_{<t}.
-# - Two designs: Sutskever et al. give the vector to the decoder as its initial state only; Cho et al. (2014) also feed it to every decoder step.
-# - Our RNNEncDec is Cho et al.'s design (the RNNencdec of Bahdanau et al.): s_0 = tanh(W_s c), s_t = GRU(s_{t-1}, [y_{t-1}; c]), and c goes into the output layer too, so the context vector c is read at every step.
+# - The picture is Sutskever et al.'s design: the vector is the decoder's initial state.
+# - Cho et al. (2014) also feed it to every decoder step; our RNNEncDec (next slide) is theirs, the RNNencdec of Bahdanau et al.
 # Minutes: 2
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
@@ -98,13 +96,13 @@ lecture.reverse_demo(["rnnenc-reverse", "rnnsearch-reverse"], lengths=[6, 25, 40
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Say:
-# - After the same 1,000 steps the fixed-vector model copes with short strings and fails on long ones: packing every digit into one vector, and out again, is hard to learn.
-# - The attention model reads them back when needed.
+# - Same 1,000 training steps: the fixed-vector model copes with short strings and fails on long ones; the attention model reads the digits back when it needs them.
+# - Packing every digit into one vector, and out again, is hard to learn.
 # If asked:
-# - Not simply out of room: 128 floats could hold 40 digits (133 bits), and the model was still improving at the end; the fixed vector makes the task hard to learn, not impossible.
-# - rnnenc-reverse: a GRU encoder whose final state c is all the decoder sees of the source (read at every decoder step, with its previous outputs); its GRUs are twice as wide as RNNSearch's.
-# - Is the comparison fair? We come back to it with the length curves (compute, measured).
-# Minutes: 2.5
+# - Not simply out of room: 128 floats could hold 40 digits (133 bits); the fixed vector makes the task hard to learn, not impossible.
+# - Each row: one string; in brackets, the exact-match rate over 200 test strings of its length range.
+# - Fair? Its GRUs are twice as wide: at 1.6 times RNNSearch's training FLOPs it still fails (backup: compute, measured).
+# Minutes: 2
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Attention is a soft dictionary lookup
@@ -131,17 +129,13 @@ print(f"alpha = {a}: soft {soft.item():.1f}, hard {hard.item():.0f}")
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Say:
 # - A dict needs a key exactly equal to the query; attention compares the query with every key and returns a weighted mix of the values.
-# - The query asks, the keys are compared, the values are handed over.
-# - Everything in this lecture is this lookup, with learned queries, keys and values.
+# - Read the cell's line: weights 0.53, 0.12, 0.35 (scores 2.0, 0.5, 1.6), output 18.3; hard attention (an argmax) returns 10.
+# - Ask: what if every score is equal? (the plain average, 20).
 # If asked:
-# - Scores 2.0, 0.5 and 1.6; softmax gives about 0.53, 0.12 and 0.35: about half of the weight on k_1, a third on k_3 (q is close to k_3 too: not "a little like" it) and an eighth on k_2.
-# - The soft lookup returns 18.3.
-# - The cell's "hard" line is not a dict: it is hard attention, an argmax over the similarities, and returns 10.
-# - A dict computes no similarity at all: it hashes the query and finds only a key exactly equal to it.
-
-# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
-# - Ask: what happens if every score is equal? (the plain average, 20).
-# Minutes: 3.5
+# - Soft, so gradients flow to the scores: the network learns what to look up.
+# - The "hard" line is not a dict: a dict computes no similarity at all, it hashes the query.
+# - Everything in this lecture is this lookup, with learned queries, keys and values.
+# Minutes: 3
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Attention in RNN seq2seq ([Bahdanau et al., 2015](https://arxiv.org/pdf/1409.0473.pdf))
@@ -153,18 +147,14 @@ print(f"alpha = {a}: soft {soft.item():.1f}, hard {hard.item():.0f}")
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Say:
-# - Keep every encoder state h_i: step t looks them all up with the query s_{t-1}, the soft lookup of the previous slide; c_t is their weighted average.
+# - Keep every encoder state h_i: step t looks them all up with the query s_{t-1}; c_t is their weighted average.
 # - c_t goes into the decoder step and into the output: p(y_t | y_<t, x) = g(y_{t-1}, s_t, c_t).
 # - The score is a small network (additive); s^T W_a h is the bilinear alternative.
 # If asked:
-# - Arrow thickness = alpha_{t,i}; the weights are positive and sum to 1 over i. y_0 is <s>, s_0 comes from the encoder.
-# - Which state queries, and where c_t goes: Bahdanau et al. query with s_{t-1}, before the RNN step, and feed c_t into that step and into g (ours: a softmax over W_o [s_t; c_t; y_{t-1}]).
-
-# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
-# - Luong et al. (EMNLP 2015) run the RNN step first, score the current state h_t, and feed c_t through h~_t = tanh(W_c [c_t; h_t]); s^T W_a h is their "general" form, here on Bahdanau's query.
-# - The equations one per line: backup "The equations of Bahdanau et al."; four scores trained, very different alpha maps at the same accuracy: backup "Four scores".
-# - (The paper indexes the target by i and the source by j; we keep t and i. ICLR 2015, arXiv 2014.)
-# Minutes: 4.5
+# - Arrow thickness = alpha_{t,i}; positive, sum 1 over i; y_0 is <s>.
+# - Luong et al. (EMNLP 2015) run the RNN step first, score the current state, and feed c_t through tanh(W_c [c_t; h_t]); s^T W_a h is their "general" form, here on Bahdanau's query.
+# - The paper indexes the target by i and the source by j; we keep t and i. Equations one per line, and four scores trained: backup.
+# Minutes: 4
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ### Watch the decoder attend: row $t$ is $\alpha_{t,1..n}$
@@ -173,18 +163,17 @@ print(f"alpha = {a}: soft {soft.item():.1f}, hard {hard.item():.0f}")
 widgets.DecodeStepper()  # the shipped rnnsearch-dates; more models in the model chooser
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# At $t = 1$ (press Reset): $\alpha$ weighs bi-GRU states, and $h_8$ (the "9") has already read the "1".
+# Step 1 writes "1" looking at $h_8$, the "9": $\alpha$ weighs bi-GRU states, and $h_8$ has read the "1".
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Say:
-# - Row t is alpha_{t,1..n}: the weights the decoder gives the source characters while writing output character t.
-# - The year digits attend to the year's digits; other rows spread their weight (read no story off them).
-# - alpha weighs states, not characters: the bi-GRU's attention often sits one character off.
+# - Row t is alpha_{t,1..n}: the weights the decoder gives the source characters while writing output character t. Step once, then press play.
+# - Step 1: y_1 = '1' looks at the state of the '9', whose forward half has already read the '1': alpha weighs states, not characters, so it often sits one character off.
+# - The year digits attend to the year; other rows spread their weight (read no story off them).
 # If asked:
-# - Step through "3 May 1979" with the play button; a date from the room only if time allows ("tuesday december 31 2099" and "01/02/1903" work).
-# - At step 1 on "3 May 1979", y_1 = '1' attends to the '9' after the '1', not to the '1': no mistake. The bi-GRU's state there reads both directions, and its forward half has already read the '1'.
-# - One character off: its neighbours' states already carry the symbol.
-# Minutes: 2.5
+# - A date from the room, if time allows: "tuesday december 31 2099" and "01/02/1903" work.
+# - Reset goes back to step 1.
+# Minutes: 2
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ### Subwords: byte-pair encoding (after [Sennrich et al., 2016](https://arxiv.org/abs/1508.07909))
@@ -198,13 +187,13 @@ lecture.bpe_merges_picture()  # a toy: four words and their counts
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Say:
 # - A word vocabulary cannot read a word the training split lacks: it becomes <unk>.
-# - BPE starts from characters and merges the most frequent adjacent pair, again and again: frequent words end up one piece, rare ones several.
-# - An unseen word is cut by the same merges, in order: "lowest" becomes low + est.
+# - BPE starts from characters and merges the most frequent adjacent pair, again and again: frequent words end up one piece, rare ones several; "lowest" becomes low + est.
+# - Ours: 4,000 pieces learned on the training split; nothing is <unk>.
 # If asked:
-# - "##" marks a piece that continues a word (as WordPiece writes it); SentencePiece itself marks word starts with ▁.
-# - Ours: SentencePiece's BPE, 4,000 pieces for both sides, learned on the training split only; case matters: "available" is one piece, "Available" two. Nothing is <unk>: a byte is the last resort.
-# - The cost: a rare word cut into pieces can be glued back wrongly (the beam slide, and the backup's table).
-# Minutes: 2
+# - Sennrich et al. add an end-of-word mark (</w>) so that "est" at a word's end differs from "est" inside one; the toy leaves it out, ours (SentencePiece) marks word starts instead.
+# - "##" marks a piece that continues a word, as WordPiece writes it.
+# - The cost: a rare word cut into pieces can be glued back wrongly (the beam slide).
+# Minutes: 1.5
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Real language: an alignment like Bahdanau's Fig. 3
@@ -221,55 +210,37 @@ lecture.held_out_example(rnnsearch_fr, language["word_order"], lines=True)
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Say:
-# - Each row: one French output piece, its weights over the English pieces (Bahdanau's Fig. 3).
-# - Writing "disponibles" the model moves back left to "available": the rows' peaks swap order, a soft crossing, not a clean one.
-# - "les" has no English counterpart; its weight spreads around the place it fills.
+# - Each row: one French output piece, its weights over the English pieces.
+# - Writing "disponibles" the model moves back left to "available": the rows' peaks swap order, a soft crossing.
+# - "les" has no English word: French needs the article; its weight spreads over "fetch" and "images".
 # If asked:
-# - Two splits, two words: "test split" = unseen strings of the 60 training packages; "held out" = two whole applications no model saw (Trac, OpenSlides).
-# - Our RNNSearch, trained on interface strings of 60 open-source packages.
-# - "##" marks a piece that continues a word, as WordPiece writes it; SentencePiece itself marks word starts with ▁.
-# - The output is the reference, word for word.
+# - Chosen by a rule, not by hand: test-split strings of 4-12 words, no placeholders, translated right with crossing alpha; only 2 passed; the longest. The output is the reference, word for word.
+# - Test split: unseen strings of the 60 training packages; held out: two whole applications no model saw (Trac, OpenSlides).
+# - Spread weights: bi-GRU states carry their neighbours (the "." row: 0.88 on "available images").
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
-# - The swap: "available images" -> "images disponibles": writing "images" the model looks at "images"; writing "disponibles" it moves back left, about half to "available", so the two rows' peaks swap order.
-# - "les": French needs the article; its weight is spread over "fetch" and "images".
-
-# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
-# - The example was found by a rule over the test split, not picked by hand: among the strings of 4 to 12 words, without placeholders, that the model translates right with crossing alpha (2 strings passed: this model gets few long strings exactly right), the longest, then the most decided.
-# - The bi-GRU's weight is often spread over neighbours: its states already carry their neighbours' words, so a row need not peak on its own word (the "." row: 0.06 on ".", 0.88 on "available images").
-# - Subwords in one sentence: a vocabulary of 4,000 pieces learned from the corpus (SentencePiece BPE) reads any word, rare ones as several pieces; the backup shows the merges on Sennrich's toy corpus.
-# Minutes: 2.5
+# Minutes: 2
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ### Quality against length: Bahdanau's Fig. 2 on digits, and on real strings
 #
 # <img src="../pics/seq2seq_attention_length.png" width="95%">
 #
-# Left: digits, 1000 steps of 128 strings per model. Right: our EN→FR models on held-out
-# packages (95% intervals): attention ahead by 4 on 1-3 words, by 8.2 to 10.4 beyond; a dictionary above both.
+# Left: digits, 1000 steps of 128 strings per model. Right: EN→FR on held-out packages (95%
+# intervals): attention ahead by 4 to 10; a dictionary beats both RNNs, trained 7 minutes each.
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Say:
-# - Digits, left: as in Fig. 2, but sharper: the fixed vector fails on long inputs; attention holds only up to lengths it has seen.
-# - EN→FR, right: attention ahead by 4 chrF on 1-3 words, 8-10 beyond.
-# - The dashed dictionary beats both RNNs: they show attention's effect, not a good translator.
+# - Digits, left: as in Fig. 2, but sharper: the fixed vector fails on long inputs; attention holds only up to lengths it has seen (the -30 model: right on half at 31-40, none beyond).
+# - EN→FR, right: attention ahead by 4.2 chrF on 1-3 words, 8-10 beyond, every gain p < 0.01 (paired bootstrap).
+# - The dashed dictionary beats both: these RNNs show attention's effect, not a good translator.
 # If asked:
-# - The picture is drawn from the results file of our length experiment, not copied from the paper.
-# - Against the paper's Fig. 2: the same direction (the fixed vector fails on long inputs, RNNsearch-50 holds), but sharper: our RNNEncDec is right on 74.5% of strings of 5-10 digits, 8% of 11-20 and none beyond 20, where the paper's RNNencdec degrades gradually in BLEU.
+# - Bahdanau's RNNencdec degrades gradually in BLEU; ours is right on 74.5% at 5-10 digits, 8% at 11-20, none beyond.
+# - The real-language gap stays within its intervals past 4 words rather than widening (our strings stop at 15 words).
+# - The dictionary: IBM Model 1 on the training split, word by word, 49.7-53.0 chrF.
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
-# - Our -30 attention model is near perfect up to 30 digits (0.99 at 21-30), right on half of the strings of 31-40 (0.505) and on none beyond 40: attention does not carry the model past the lengths it has seen (the paper's RNNsearch-30 degrades more gently).
-
-# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
-# - Backup: where it breaks; the model without attention given more compute is in the backup too.
-# - Right: the same two designs on real language, our English→French RNNEncDec and RNNSearch scored on the held-out packages (chrF by English length, sacrebleu's paired bootstrap in each bucket; every gain has p < 0.01).
-# - Attention is ahead by 4.2 chrF on 1-3 words and by 8-10 from 4 words on, where the model without attention keeps falling; RNNSearch falls too from its 4-6 word peak (40.0 to 35.1; 37.3 on 1-3 words).
-# - Past 4 words the gap stays within the intervals rather than widening: a lead at every length on strings no model has seen, not yet Bahdanau's widening gap (our strings stop at 15 words).
-# - On the in-domain test split: +3.6, +5.7, +8.7, +9.8.
-
-# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
-# - The dashed line: the word-by-word dictionary (IBM Model 1 on the training split) is above both RNNs at every length (49.7-53.0 chrF): these RNNs, trained 7 minutes, show the effect of attention, not a good translator (the Transformers come later).
-# Minutes: 3
+# Minutes: 2.5
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## The Transformer ([Vaswani et al., 2017](https://arxiv.org/abs/1706.03762))
@@ -291,17 +262,12 @@ lecture.sequential_steps(lengths=[8, 32, 128, 512], d=32)
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Say:
 # - The whole idea in one sentence: attention replaces recurrence.
-# - Measured: the RNN's chain of operations that wait for each other grows with n; one attention layer's is 19 whatever n is.
-# - Fewer sequential steps, and not necessarily less work.
+# - Measured in the autograd graph: the RNN's chain of operations that wait for each other grows with n; one attention layer's is 19 whatever n is.
+# - Fewer sequential steps, not necessarily less work: past n = d attention does more FLOPs.
 # If asked:
-# - Careful with "every position to every other": true in the encoder, false in the decoder's masked self-attention, and cross-attention links the decoder to the source only.
-# - "Parallel over positions", measured: the RNN's chain grows with n (about 10 operations per step: the GRU cell's gates), attention's is 19 whatever n is: nothing in attention waits for a previous position.
-# - On a GPU with thousands of cores that is what made the Transformer fast to train.
-
-# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
-# - On one CPU thread too, the backup's timing (n = 16 to 512, d = 256) has self-attention faster at every n measured: the GRU's n small sequential steps each pay their overhead, while attention's few large matrix products run efficiently even on one core.
-# - Yet past n = d attention does more FLOPs (n^2 d against n d^2); below it, fewer.
-# Minutes: 3
+# - On a GPU with thousands of cores that is what made the Transformer fast to train; on one CPU thread too it was faster at every n we timed (n = 16 to 512, d = 256: backup): a few large matrix products, no per-step overhead.
+# - "Every position to every other" holds in the encoder; the decoder's self-attention is masked, and cross-attention links the decoder to the source only.
+# Minutes: 2.5
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ### Self-attention
@@ -327,16 +293,13 @@ torch.allclose(attend(x[perm] + pe), attend(x + pe)[perm], atol=1e-6)  # same po
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Say:
-# - Queries, keys and values all come from the same sequence: each token's new vector is a soft lookup over the tokens it may attend to.
-# - Unmasked, it cannot see order: shuffle the tokens and the outputs are shuffled the same way (permutation-equivariant).
-# - Adding a position vector to each token breaks the symmetry.
+# - Queries, keys and values all come from the same sequence.
+# - Unmasked, it cannot see order: shuffle the tokens and the outputs are shuffled the same way (True).
+# - Add a position vector to each token, and the same check fails (False): order now matters.
 # If asked:
-# - Every score is q_t . k_i, and nothing in it says where t and i sit: shuffle the input and the outputs are shuffled the same way (permutation-equivariant), so a decoder attending over them could not tell "1979 May 3" from "3 May 1979".
-# - After the shuffle the tokens meet different position vectors, so the output changes in more than its order.
-
-# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
-# - The sinusoidal encoding itself, its formula and its dot products, and learned position embeddings (Table 3, row E): backup "the sinusoidal positional encoding".
-# Minutes: 3
+# - Every score q_t . k_i ignores where t and i sit: without positions "1979 May 3" and "3 May 1979" look alike.
+# - The sinusoidal encoding, its formula and learned position embeddings (Table 3, row E): backup.
+# Minutes: 2.5
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ### Path length: Table 1 of Vaswani et al.
@@ -356,21 +319,13 @@ torch.allclose(attend(x[perm] + pe), attend(x + pe)[perm], atol=1e-6)  # same po
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Say:
-# - Vaswani et al. argue that short paths make long-range dependencies easier to learn: gradients and information pass through fewer steps.
+# - Short paths make long-range dependencies easier to learn: gradients and information pass through fewer steps.
 # - From input 1 to output n: n steps for the RNN, 1 for self-attention.
-# - The attention term (n^2 d) is below a recurrent layer's (n d^2) whenever n < d, usual for sentences; the Q, K, V, O projections cost n d^2 in both.
+# - The attention term n^2 d is below a recurrent layer's n d^2 whenever n < d, usual for sentences (n ~ 50, d ~ 512).
 # If asked:
-# - A step is a layer or a time step; the count is the edges on the shortest path from input 1 to output n, as the library (attnlab.experiments.path_lengths), the explorer widget and the exercises count it: n for the RNN (x_1 -> h_1, then n - 1 recurrent steps).
-# - O(log_k n) is for dilated convolutions (dilation k^l in layer l); contiguous ones need ceil((n-1)/(k-1)) layers, O(n/k).
-
-# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
-# - The exact count and its order (Table 1's, constants dropped) are two different things: the widget in the backup shows both.
-# - The picture: a WaveNet-style stack of dilated causal convolutions against ordinary ones.
-
-# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
-# - We measured the middle column (sequential operations) on the Transformer slide.
-# - Usual sentence sizes: n ~ 50, d ~ 512. For very long inputs one restricts attention to a window of r positions.
-# Minutes: 1.5
+# - We count n for the RNN (x_1 -> h_1, then n - 1 recurrent steps), as the library and the exercises do.
+# - O(log_k n) is for dilated convolutions (dilation k^l in layer l); contiguous ones need O(n/k) layers (backup: pictured).
+# Minutes: 1
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ### Attention in the Transformer: $Q$, $K$, $V$
@@ -381,23 +336,18 @@ torch.allclose(attend(x[perm] + pe), attend(x + pe)[perm], atol=1e-6)  # same po
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Say:
-# - The soft dictionary lookup again, for all queries at once as one matrix product, with dot-product scores divided by sqrt(d_k).
-# - Head i projects its inputs: Q W_i^Q, K W_i^K, V W_i^V (in self-attention Q = K = V = X, the layer's input).
+# - The soft lookup again, for all queries at once as one matrix product, scores divided by sqrt(d_k).
+# - Each head projects its inputs: Q W^Q, K W^K, V W^V; in self-attention all three are the layer's input X.
 # - Keys match, values mix: what makes a token easy to find need not be what it should hand over.
 # If asked:
-# - In self-attention Q = xW^Q, K = xW^K, V = xW^V are three linear maps of the same token vectors x (backup: recomputed from the trained model).
-# - A key is not the token: it is a learned projection used only for matching (its dot products with the queries set the weights); a value is a different projection used only for content (what is mixed into the output). Hence two separate projections.
-
-# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
-# - The picture's "Mask (opt.)" box: forbidden positions (the future in the decoder's self-attention, padding in every attention) get the lowest float, not -inf (the masked-softmax slide).
+# - The "Mask (opt.)" box: forbidden positions (the future in the decoder, padding everywhere) get the lowest float before the softmax.
 # - In cross-attention Q comes from the decoder, K and V from the encoder.
-# - Multi-head: h such attentions in parallel on smaller projections, concatenated, times W^O.
 # Minutes: 2
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Self-attention by hand: three tokens
 #
-# $x_1 = (1, 0)$, $x_2 = (0, 1)$, $x_3 = (1, 1)$; to keep it by hand $Q = K = V = X$, $d_k = 2$.
+# $x_1 = (1, 0)$, $x_2 = (0, 1)$, $x_3 = (1, 1)$; by hand: $W^Q = W^K = W^V = I$, so $Q = K = V = X$; $d_k = 2$.
 #
 # | query | scores $q_t \cdot k_i / \sqrt{2}$ | weights $\alpha_{t,1..3}$ | output $\sum_i \alpha_{t,i} v_i$ |
 # |---|---|---|---|
@@ -416,21 +366,12 @@ alpha.round(decimals=2)  # the table's weights; out is its last column
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Say:
-# - Row 1 on the board: scores 0.71, 0, 0.71; weights 0.40, 0.20, 0.40; output (0.80, 0.60).
-# - Each token ends up a mix of the tokens like it.
-# - With Q = K the score of t for i equals that of i for t, and a token scores itself at least as high as a key no longer than itself. Hence W^Q differs from W^K.
+# - Row 1 on the board: scores 0.71, 0, 0.71; exp 2.03, 1, 2.03, sum 5.06; weights 0.40, 0.20, 0.40; output 0.40 (1,0) + 0.20 (0,1) + 0.40 (1,1) = (0.80, 0.60).
+# - Each token ends up a mix of the tokens like it; the cell gives the same numbers.
+# - The fragment: with Q = K the scores are symmetric and a token scores itself high (|x|^2); W^Q swapping the features makes x_1 ask like x_2 (0.20, 0.40, 0.40).
 # If asked:
-# - Row 1 in full: scores 1/sqrt(2) = 0.71, 0, 0.71; exp gives 2.03, 1, 2.03, sum 5.06, so the weights are 0.40, 0.20, 0.40 and the output 0.40 (1,0) + 0.20 (0,1) + 0.40 (1,1) = (0.80, 0.60).
-# - x_3, like both, mixes all three.
-# - The library's function gives the same numbers (the cell). A trained layer only adds the three projections W^Q, W^K, W^V in front.
-
-# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
-# - Why W^Q differs from W^K (the fragment): with Q = K, as here, the scores are symmetric (x_1 scores x_3 as x_3 scores x_1), so no relation can go one way, and a token's score with itself, |x|^2, at least ties every key no longer than it (x_3 scores itself 2 and x_1, x_2 only 1; x_1 even ties x_3 with itself, 0.40 and 0.40, as x_3 is longer).
-
-# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
-# - With W^Q = [[0, 1], [1, 0]] and W^K = I, x_1's query is (0, 1): its scores are those of row x_2 (0, 0.71, 0.71), its weights 0.20, 0.40, 0.40, so x_1 now looks at the tokens that have the feature it lacks.
-# - Two maps let a token look for others; V's own map decides what it then takes from them.
-# Minutes: 3
+# - A trained layer only adds learned W^Q, W^K, W^V in front; V's own map decides what a token hands over.
+# Minutes: 2.5
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Why divide by $\sqrt{d_k}$? Independent $N(0,1)$ entries: $\mathrm{Var}(q^\top k) = d_k$
@@ -441,13 +382,11 @@ widgets.ScaledDotExplorer()
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Say:
 # - For random q, k with unit-variance entries, q^T k has variance d_k.
-# - Unscaled, the scores grow with d_k and the softmax saturates: one weight near 1, tiny gradients.
-# - Scaled by sqrt(d_k), the rows stay soft.
-# If asked:
-# - Press the preset (unscaled, d_k = 512): the readout gives std(QK^T) 22.2 against 1.0 scaled, and a largest weight per row of 0.93 on average (above 0.99 in 5 of the 8 rows).
+# - Press the preset (unscaled, d_k = 512): std of the scores 22.2 against 1.0 scaled; the largest weight per row is 0.93 on average: the softmax saturates and its gradients vanish.
 # - Tick the scaling again: the rows stay soft.
-# - The causal-mask toggle zeroes the upper triangle.
-# Minutes: 2.5
+# If asked:
+# - Above 0.99 in 5 of the 8 rows; the causal-mask toggle zeroes the upper triangle.
+# Minutes: 2
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ### Multi-head: split, attend, concatenate, $W^O$
@@ -475,19 +414,13 @@ assert torch.allclose(out, mha(x, x, x), atol=1e-6)  # = the library's
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Say:
-# - Each head attends in its own d_k = d_model / h columns of one projection per role: the cost of one big head.
-# - The heads' outputs are put side by side again and mixed by W^O.
-# - One softmax blends what it finds into one average; h heads keep h averages apart.
+# - One projection per role, its columns cut into h groups: each head attends in its own d_k = d_model / h; the cost of one big head.
+# - The heads' outputs side by side again, mixed by W^O; the assert: the library does exactly these steps.
+# - Why several: one softmax can weigh two places, but blends what it finds into one average; h heads keep h averages apart.
 # If asked:
-# - One projection per role, then the columns are cut into h groups: each head attends in its own d_k = d_model / h dimensions, at the same total cost as one big head.
-# - The library's forward does exactly these steps (its source is in the backup).
-
-# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
-# - Why several heads: one softmax can weigh two places, but what it finds there is blended into one average; h heads keep h averages apart for W^O.
-# - Measured (backup "Why several heads?"): transformer-dates' recipe with 1 head of 64 against 4 of 16, same 238,287 parameters, 3 seeds: both reach 99.9% in 500-900 steps.
-# - Dates need few relations; on translation one head was 0.9 BLEU below the best setting (Vaswani et al., Table 3 A), and 32 heads were also worse.
-# - What our heads do on real words: backup "two heads of the trained model".
-# Minutes: 3.5
+# - Measured (backup): dates, 1 head of 64 against 4 of 16, same parameters, 3 seeds: both reach 99.9%; dates need few relations.
+# - On translation one head was 0.9 BLEU below the best setting, and 32 heads worse too (Vaswani et al., Table 3 A); many heads can be pruned after training (Michel et al.; Voita et al., 2019).
+# Minutes: 3
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ### The Transformer at a glance (as we use it: pre-LN)
@@ -499,28 +432,45 @@ assert torch.allclose(out, mha(x, x, x), atol=1e-6)  # = the library's
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Say:
-# - Three attentions: self-attention in the encoder, masked self-attention in the decoder, and cross-attention from the decoder to the encoder's output.
+# - Three attentions: self-attention in the encoder, masked self-attention in the decoder, cross-attention from the decoder to the encoder's output.
 # - Attention mixes the tokens; the feed-forward MLP works on each alone.
-# - Our model normalises before each sub-layer (pre-LN); the paper normalises after the residual sum (post-LN).
+# - Ours normalises before each sub-layer (pre-LN); the paper after the residual sum (post-LN).
 # If asked:
-# - Masked: each position may attend only to earlier positions.
-# - Pre-LN: x + Sublayer(LN(x)), with a final LayerNorm after each stack.
+# - Why pre-LN: its gradients are well behaved at initialisation, so it trains stably with little warm-up (Xiong et al., ICML 2020); ours still warm up 100-200 steps.
+# - Embeddings: the translation models tie them and scale by sqrt(d_model) as the paper does; transformer-dates does neither (backup: encoder block).
+# Minutes: 2.5
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### Teacher forcing, and one forced mistake carried on
+#
+# **Training:** position $t$'s input is the *true* $y_{t-1}$ ($y_0$ = `<s>`) and it attends to
+# $y_0..y_{t-1}$: one pass, the causal mask hiding the rest. **Decoding:** the inputs are its own
+# outputs: one pass per token.
+
+# %% jupyter={"source_hidden": true}
+transformer = attnlab.load("transformer-dates")
+lecture.teacher_forcing(transformer, "3 May 1979", "1979-05-03", mistake=(6, "1"))
+
+# %% [markdown] slideshow={"slide_type": "fragment"}
+# **A mistake carried on** (last row): forced to write a wrong month digit, the decoder builds on
+# it (October: valid, and wrong). Training never shows it such prefixes (*exposure bias*);
+# remedies: scheduled sampling (Bengio et al., 2015), sequence-level training (Ranzato et al., 2016).
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
-# - Why pre-LN: Xiong et al. ("On Layer Normalization in the Transformer Architecture", ICML 2020) show that its gradients are well behaved at initialisation, so it trains stably with little or no learning-rate warm-up (ours still warm up: 100 steps on dates, 200 on the translation models).
-
-# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
-# - Embeddings: the two translation Transformers tie theirs (one matrix E for both embeddings and the output layer) and multiply them by sqrt(d_model), as the paper does (3.4, which gives no reason).
-# - Ours, not the paper's: E starts with entries of size 1/sqrt(d_model), so that the logits y E^T are of unit scale, and the factor brings the token vectors back to the scale of the positional encoding.
-# - transformer-dates does not tie and does not scale: its embeddings start at unit scale (torch's default), and multiplying them by sqrt(64) = 8 would drown the positional encoding.
-# - The decoder reads its outputs shifted right (teacher forcing): the masked-attention slide; exposure bias in the backup.
-# Minutes: 3.5
+# Say:
+# - Training: the decoder's inputs are the true outputs shifted right, all 11 positions predicted in 1 pass; decoding feeds back its own outputs, 11 passes.
+# - The last row: forced to write "1" as the month's first digit, it goes on with "0": October, valid and wrong. Given that prefix "0" is the right move: a mistake carried on.
+# - Training never shows it its own mistakes: exposure bias.
+# If asked:
+# - The passes are counted (a hook on the output layer), not assumed. An RNN is sequential in both.
+# - Scheduled sampling feeds the model its own predictions during training; sequence-level training scores whole outputs; beam search is a test-time search, not a remedy.
+# Minutes: 2
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Masked (causal) attention: edit me
 #
-# In training the decoder's inputs are the true outputs shifted right, `<s>`, $y_1..y_{m-1}$
-# (*teacher forcing*), all positions in one pass: so input $t$ may attend to inputs $1..t$ only.
+# All positions in one pass, and the true outputs as inputs: so input $t$ may attend to
+# inputs $1..t$ only, or it could copy the word it must predict.
 
 # %%
 mask = A.causal_mask(6)  # <- edit this line
@@ -528,25 +478,19 @@ lecture.causal_demo(mask)
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Say:
-# - With the causal mask, row t of the right panel sums to 1 over keys 1..t only; the weight on the future is exactly 0. One edit live: ~mask.
-# - No information flows from words not yet written. With no mask the decoder could copy the answer during training, and be useless at test time.
+# - Row t of the right panel sums to 1 over keys 1..t; the weight on the future is exactly 0.
+# - Without the mask the decoder could copy the answer in training, and be useless at test time.
+# - One edit live: ~mask (only the future; the last row has no key left, so it is all zeros).
 # If asked:
-# - No mask: teacher forcing gives the decoder the true outputs, so it could copy them.
-# - Exposure bias (training never shows the decoder its own mistakes): backup "teacher forcing, and one forced mistake carried on", where transformer-dates carries a forced mistake on.
-
-# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
-# - Edits to try: mask.T lets each query see the present and the future, ~mask only the future, torch.ones(6, 6, dtype=torch.bool) no mask at all.
-# - With ~mask the last query has no key left: its row is all zeros (the library's masked softmax gives such a row 0 rather than NaN), so the future gets 5 of the 6 rows' weight.
-# - A mask of the wrong shape or type gives a one-line message.
-# - The library's causal_mask and masked_softmax are in the backup.
-# Minutes: 3
+# - Other edits: mask.T (present and future), torch.ones(6, 6, dtype=torch.bool) (no mask).
+# - Masked positions get the lowest float, not -inf; a row with no key gives 0, not NaN. A mask of the wrong shape or type gives a one-line message.
+# Minutes: 2
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ### Attention is not always an explanation
 #
-# Hide one source piece (as `<unk>`): how much does the same output's probability drop? Beside $\alpha$,
-# at their worst disagreement (red). Over the test split both pick the same piece at 34% of steps
-# (13.7% by chance). Occlusion has flaws too (`<unk>` is out of distribution).
+# Hide one source piece: how much does the output's log p drop? Writing "est" (red), $\alpha$ is on
+# "an", the cost on "is": $\alpha$ weighs bi-GRU states, and the state at "an" has read "is".
 
 # %% jupyter={"source_hidden": true}
 occlusion = language["alpha_vs_occlusion"]
@@ -554,77 +498,40 @@ lecture.alpha_and_occlusion(occlusion["example"], occlusion["agreement"], occlus
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Say:
-# - Over the test split, alpha and occlusion pick the same source piece at 34% of the steps (13.7% by chance).
-# - alpha weighs bi-GRU states, not words: the state at 'an' can carry 'is'.
-# - Attention is a mechanism the model uses, not by itself an explanation of its output.
+# - Left alpha, right the cost of hiding each source piece (as <unk>, the output kept fixed), in nats.
+# - Red row: alpha puts 0.45 on 'an' and 0.06 on 'is'; hiding 'is' costs 1.1 nats, hiding 'an' nothing. The state at 'an' has read 'is'.
+# - Over the test split they pick the same piece at 34% of steps (13.7% by chance): attention is a mechanism, not by itself an explanation.
 # If asked:
-# - Jain and Wallace (2019) showed, on text classification, question answering and inference, that attention weights need not say what the output depends on; they left seq2seq models out.
-# - Wiegreffe and Pinter (2019) answer that this depends on what one asks of an explanation and how it is tested.
-# - For translation, Koehn and Knowles (2017) and Ghader and Monz (2017) found attention often differs from word alignment.
+# - This is the clearest disagreement in the test split, found by a rule, not a typical step; occlusion has flaws too: <unk> is out of distribution, and it is blind to redundancy.
+# - Jain and Wallace (2019): classification, QA and inference, not seq2seq; Wiegreffe and Pinter (2019) reply that it depends on the test.
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
-# - The example is the clearest disagreement in the test split, not a typical step (a rule: an output word of the reference where alpha's favourite piece costs under 0.1 nats to hide and another over 1 nat; right outputs first, then alpha's largest lead).
-# - Writing 'est', alpha puts 0.45 on 'an' and 0.06 on 'is'; hiding 'is' (by <unk>, the output kept fixed) costs 1.1 nats, hiding 'an' costs nothing (-0.10 nats).
-# - Over the test split alpha and occlusion agree at 34% of the 10,173 steps, 2.5 times chance (13.7%: two picks at random among a step's pieces).
-# - The mechanism: alpha weighs bi-GRU states, not words, and each state has read its neighbours in both directions, so the state at 'an' can carry 'is'.
-
-# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
-# - Occlusion is only one measure of dependence: an <unk> in a sentence is an input the model never saw (out of distribution), and it is blind to redundancy (if two pieces carry the same information, hiding either costs little).
-# Minutes: 3.5
-
-# %% [markdown] slideshow={"slide_type": "subslide"}
-# ### Held-out phrases: five chosen, eight drawn at random (the menu)
-#
-# The reference's words, spacing aside: 149 of 1,430 held-out strings (10.4%, greedy).
-
-# %% jupyter={"source_hidden": true}
-transformer_fr = attnlab.load("transformer-en-fr")
-held_out = lecture.PREPARED_PHRASES + lecture.drawn_phrases(transformer_fr, count=8, seed=0)
-widgets.PhraseGallery("transformer-en-fr", held_out)  # translated once, when the cell ran
-
-# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
-# Say:
-# - Strings of two applications no model saw (Trac, OpenSlides), translated when the cell ran: show the first one I chose, then two drawn at random.
-# - The chosen ones show the good case: "previous version" becomes "version précédente", the rows cross as in Fig. 3; the fifth fails.
-# - The random ones are the honest picture: none of these eight has exactly the reference's words; over the whole split 10.4% do (9.7% if spacing must match too: the README's exact match), so about one in ten.
-# If asked:
-# - A phrase from the room: the backup's stepper (type it, Enter); the line beside the output says whether it was in training.
-
-# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
-# - The draw: random.Random(0) among the held-out strings of 2-6 words without placeholders, none in the training split nor one word from a string there, and none of the five chosen (lecture.drawn_phrases); each menu entry says ✓ or gives the reference.
-# - Cross-attention of the last decoder layer, mean of its 4 heads; rows: the output pieces.
-# - ✗ means "not the reference's words", not "bad French": "Afficher les modifications de propriété" is fine and marked ✗.
-# - The chosen failure: "Can support motions" gives "Peut supporttions de support".
-# - Repeats: the search refuses a word start a third time, not a stutter inside a word (German can write "Mechechech...").
-# Minutes: 2
+# - For translation, Koehn and Knowles (2017) and Ghader and Monz (2017): attention often differs from word alignment.
+# Minutes: 3
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Greedy decoding or beam search
 
 # %% jupyter={"source_hidden": true}
+transformer_fr = attnlab.load("transformer-en-fr")
 lecture.beam_search_picture(transformer_fr, "Special values", reference="Valeurs spéciales")
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# Held-out French (1,430 strings): beam 4 fixes 16 that greedy gets wrong, and breaks 7.
+# Held-out French (1,430 strings): beam 4 fixes 16 that greedy gets wrong, and breaks 7.<br>
+# (This example: the only one our rule finds, notes.)
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Say:
 # - Greedy takes the likeliest piece at each step and never looks back: at step 4 "spéc ##i" (-2.38) beats "spéc ##ial" (-3.31).
-# - Beam search keeps the 4 likeliest prefixes; "##ial" survives, and the whole "Valeurs spéciales", the adjective agreeing with its noun, ends likelier (-3.50 against -3.91).
-# - The boxes hold subword pieces: ## continues a word, so no word is unknown (how the pieces are learned: backup, byte-pair encoding).
+# - Beam search keeps the 4 likeliest prefixes; "##ial" survives, and "Valeurs spéciales" ends likelier (-3.50 against -3.91).
+# - On all held-out French strings: a small net gain (fixes 16, breaks 7).
 # If asked:
-# - A search at test time, not a remedy for exposure bias; on our strings a small net gain.
-# - Each box: the prefix's last piece over the log-probability of the whole prefix; below the line, the best two it drops.
-# - No length penalty: the shipped decode(model, text, beam=4).
+# - The rule: held-out strings of 1-4 words, not in training nor one word from a training string, greedy wrong and beam right, at most 6 steps: only this one.
+# - Each box: the prefix's last piece over the log-probability of the whole prefix; no length penalty, so beam favours shorter outputs.
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
-# - Without a length penalty beam search favours shorter outputs: each piece adds a negative log p.
-
-# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
-# - Beam keeps 4 prefixes where greedy keeps one: each step costs about 4 times more.
-# - The counts: strings right word for word with one search and not the other (142 both), from results/language.json's beam_against_greedy.
-# - The example was found by a rule: held-out strings of 1-4 words, new (not in training, nor one word from or inside a training string), greedy wrong and beam right, at most 6 steps: on the French held-out split it is the only one.
-# Minutes: 2
+# - Held out, the Transformer writes the reference's exact words for 10.4% of strings (backup: eight drawn at random, none right).
+# Minutes: 1.5
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ### Ours, and Vaswani et al.'s Table 2: not comparable
@@ -639,15 +546,12 @@ lecture.vaswani_table(language)
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Say:
-# - The compute: minutes on one CPU thread against 12 hours (base) to 3.5 days (big) on 8 GPUs.
-# - The scores are not comparable, so ours are a chart apart: their news sentences against our interface strings.
+# - Their Table 2: news sentences, BLEU, 12 hours to 3.5 days on 8 GPUs. Ours: interface strings, chrF, minutes on one CPU thread: not comparable, so a chart apart.
+# - Every neural model loses 4.8 to 8.4 chrF on packages it never saw.
+# - The dashed dictionary beats our German Transformer and is level with the French held out (51.6 against 50.8, p = 0.07); in domain the French leads (56.3 against 53.3).
 # If asked:
-# - Not comparable: their newstest2014 news sentences against our interface strings of at most 15 words, cased, one reference.
-
-# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
-# - The dashed line: the word-by-word dictionary on the held-out packages (p = 0.07 against the French Transformer there; in domain the French model leads, 56.3 against 53.3).
-# - Every neural model loses 4.8 to 8.4 chrF outside its catalogs (the dictionary 1.7 and 4.3); the dictionary, which keeps every word it knows, is ahead of the German Transformer on both splits and not significantly different from the French one held out (50.8 against 51.6, p = 0.07); in domain the French one leads (56.3 against 53.3).
-# - On BLEU, which rewards word order, the Transformers lead except on held-out German (backup: the numbers, read from results/language.json; the README: the paired tests).
+# - On BLEU, which rewards word order, the Transformers lead except on held-out German (backup: the numbers; README: the paired tests).
+# - Exact match on the test split: 15.7% (EN→FR) and 15.1% (EN→DE) for the Transformers.
 # Minutes: 1.5
 
 # %% [markdown] slideshow={"slide_type": "slide"}
@@ -670,8 +574,8 @@ lecture.vaswani_table(language)
 # - The same blocks, rearranged: BERT keeps the encoder, every token sees every other; GPT keeps the decoder without cross-attention, each token sees only the ones before it.
 # - The quadratic cost is why long-context work changes attention itself or how it is computed.
 # If asked:
-# - Changing attention itself: sparse or local patterns, as in the restricted row of Table 1.
-# - Our Transformers decode with a KV cache too: each step appends its K and V and attends over all of them, so a step costs O(t), not O(t^2).
+# - Sparse or local patterns: the restricted row of Table 1.
+# - Our Transformers decode with a KV cache too: each step appends its K and V, so a step costs O(t), not O(t^2).
 # Minutes: 1
 
 # %% [markdown] slideshow={"slide_type": "slide"}
@@ -689,13 +593,7 @@ lecture.vaswani_table(language)
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Say:
-# - The papers behind the slides, in the order the lecture uses them: seq2seq, attention, rare words and subwords, and the Transformer.
-# - The next slide: pre-LN, heads, explanation, and where to read next.
-# If asked:
-# - The two seq2seq designs: Sutskever et al.; Cho et al., whose decoder reads c at every step, as our RNNEncDec.
-# - Attention: Bahdanau et al.; Luong et al.'s scores.
-# - Rare words and subwords: Luong et al. ACL 2015, Jean et al., Sennrich et al., SentencePiece.
-# - Pre-LN on the next slide: Xiong et al.
+# - The papers behind the slides, in the order the lecture uses them; the next slide: pre-LN, heads, explanation, and where to read next.
 # Minutes: 0.5
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
@@ -727,10 +625,10 @@ lecture.vaswani_table(language)
 # ## Backup slides
 #
 # Kept for questions: prepared phrases, four scores trained, one head against four, two heads
-# and one query's row on real words, teacher forcing and a forced mistake, the sinusoidal
-# positional encoding, the library's code, the equations checked by hand, how the heads split the
-# work, your own score in a trained model, where the alignment breaks, training live, forward
-# times, path lengths explored, $Q$/$K$/$V$ of the trained model, Table 2 and rare words.
+# and one query's row on real words, the sinusoidal positional encoding, the library's code,
+# the equations checked by hand, how the heads split the work, your own score in a trained
+# model, where the alignment breaks, training live, forward times, path lengths explored,
+# $Q$/$K$/$V$ of the trained model, Table 2 and rare words.
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Not part of the 90 minutes: open one of these when a question asks for it.
@@ -771,6 +669,31 @@ lecture.vaswani_table(language)
 # - Luong et al. (EMNLP 2015) run the RNN step first, score the current state h_t, and feed c_t through h~_t = tanh(W_c [c_t; h_t]), from which y_t is predicted.
 # - Bahdanau et al.'s score is a small network (additive), the one the shipped RNNSearch uses and the DecodeStepper shows.
 # - The bilinear s^T W_a h is Luong et al.'s "general" form, here on Bahdanau's query s_{t-1} (the backup "Four scores" trains four and gets very different alpha maps at the same accuracy).
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### Backup: held-out phrases, five chosen, eight drawn at random (the menu)
+#
+# The reference's words, spacing aside: 149 of 1,430 held-out strings (10.4%, greedy).
+
+# %% jupyter={"source_hidden": true}
+held_out = lecture.PREPARED_PHRASES + lecture.drawn_phrases(transformer_fr, count=8, seed=0)
+widgets.PhraseGallery("transformer-en-fr", held_out)  # translated once, when the cell ran
+
+# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
+# Say:
+# - Strings of two applications no model saw (Trac, OpenSlides), translated when the cell ran: show the first one I chose, then two drawn at random.
+# - The chosen ones show the good case: "previous version" becomes "version précédente", the rows cross as in Fig. 3; the fifth fails.
+# - The random ones are the honest picture: none of these eight has exactly the reference's words; over the whole split 10.4% do (9.7% if spacing must match too: the README's exact match), so about one in ten.
+# If asked:
+# - A phrase from the room: the backup's stepper (type it, Enter); the line beside the output says whether it was in training.
+
+# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
+# - The draw: random.Random(0) among the held-out strings of 2-6 words without placeholders, none in the training split nor one word from a string there, and none of the five chosen (lecture.drawn_phrases); each menu entry says ✓ or gives the reference.
+# - Cross-attention of the last decoder layer, mean of its 4 heads; rows: the output pieces.
+# - ✗ means "not the reference's words", not "bad French": "Afficher les modifications de propriété" is fine and marked ✗.
+# - The chosen failure: "Can support motions" gives "Peut supporttions de support".
+# - Repeats: the search refuses a word start a third time, not a stutter inside a word (German can write "Mechechech...").
+# Minutes: 2
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Backup: your phrase, translated live
@@ -901,38 +824,6 @@ lecture.show_source(A.attention)
 # Read from the installed package when the cell runs, so the slide cannot drift from the code.
 # Three lines do the work: the scores, the masked softmax (alpha), and the weighted sum of the
 # values (c_t). A backup slide writes the same equations out by hand and checks them.
-
-# %% [markdown] slideshow={"slide_type": "subslide"}
-# ### Backup: teacher forcing, and one forced mistake carried on
-#
-# **Training:** position $t$'s input is the *true* $y_{t-1}$ ($y_0$ = `<s>`) and it attends to
-# $y_0..y_{t-1}$: one pass, the causal mask hiding the rest. **Decoding:** the inputs are its own
-# outputs: one pass per token.
-
-# %% jupyter={"source_hidden": true}
-transformer = attnlab.load("transformer-dates")
-lecture.teacher_forcing(transformer, "3 May 1979", "1979-05-03", mistake=(6, "1"))
-
-# %% [markdown] slideshow={"slide_type": "fragment"}
-# **A mistake carried on** (last row): forced to write a wrong month digit, the decoder builds on
-# it (October: valid, and wrong). Training never shows it such prefixes (*exposure bias*);
-# remedies: scheduled sampling (Bengio et al., 2015), sequence-level training (Ranzato et al., 2016).
-
-# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
-# Say:
-# - Training predicts all 11 positions in 1 pass; decoding needs 11 passes, one per token.
-# - So the Transformer trains in parallel over positions but still writes one token at a time.
-# - The last row: forced to write "1" as the month's first digit, it goes on with "0": "1979-10-03", October. Given that prefix "0" is the right move: what we see is a mistake carried on, not the mismatch itself.
-# If asked:
-# - Live on the trained transformer-dates. The passes are counted (a hook on the output layer), not assumed.
-# - An RNN is sequential in both (its state s_t needs s_{t-1} even when the inputs are known).
-# - "Shifted right": the input row is the output row moved one place, with <s> in front.
-
-# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
-# - Exposure bias is the mismatch: in training every prefix is true, in decoding prefixes are the model's own, mistakes included; the picture shows why that matters (a mistake is carried on), it does not measure the mismatch. Scheduled sampling feeds the model its own predictions with a growing probability during training; sequence-level training scores whole outputs.
-
-# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
-# - Beam search (its own slide later) is a test-time search, not a remedy in training.
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Backup: the library's causal mask and masked softmax

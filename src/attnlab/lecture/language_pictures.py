@@ -77,24 +77,25 @@ def drawn_phrases(
 
 
 def _sized_heatmaps(
-    x_labels, y_labels, panels: int = 1, max_height: float = 520, title="", side_px: float = 0
-):
+    x_labels, y_labels, panels: int = 1, max_height: float = 520, title="", side_px: float = 0,
+    cell_px: float = CELL_PX, max_width: float = MAX_WIDTH_PX,
+):  # fmt: skip
     """A slide figure with ``panels`` heatmaps side by side, each big enough for every label.
 
-    Cells at least :data:`CELL_PX` square (and as much as ``heatmaps.heatmap_room`` asks), plus
-    room for the longest labels (x labels turned upright), the titles and one colorbar.
-    ``side_px`` > 0 adds one more axes that wide on the right (the figure may then be as wide
-    as the slide's output area): the last of the returned axes.
+    Cells at least ``cell_px`` square (and as much as ``heatmaps.heatmap_room`` asks), plus
+    room for the longest labels (x labels turned upright), the titles and one colorbar, in at
+    most ``max_width`` px.  ``side_px`` > 0 adds one more axes that wide on the right (the
+    figure may then be as wide as the slide's output area): the last of the returned axes.
     """
     room_w, room_h = heatmaps.heatmap_room(x_labels, y_labels)  # px at the shown size
     label_px = CHAR_WIDTH * TYPE.tick  # about one character of a tick label
     x_room = label_px * max(map(len, x_labels)) + 2.5 * TYPE.label  # upright ticks + label
     y_room = label_px * max(map(len, y_labels)) + 2.5 * TYPE.label
     title_px = CHAR_WIDTH * TYPE.title * len(title)  # about the width of the longest title
-    cols_px = max(room_w, CELL_PX * len(x_labels), 5 * CELL_PX, title_px if panels > 1 else 0)
-    rows_px = max(room_h, CELL_PX * len(y_labels))
+    cols_px = max(room_w, cell_px * len(x_labels), 5 * cell_px, title_px if panels > 1 else 0)
+    rows_px = max(room_h, cell_px * len(y_labels))
     width = panels * cols_px + y_room + 90 + 30 * (panels - 1)
-    width = min(MAX_WIDTH_PX, max(width, title_px + y_room + 90))
+    width = min(max_width, max(width, title_px + y_room + 90))
     height = min(max_height, rows_px + x_room + 2.5 * TYPE.title)
     if not side_px:
         fig, sizes = canvas.slide_figure(width, height)
@@ -211,6 +212,16 @@ def held_out_example(
                    code=(__name__,))  # fmt: skip
 
 
+#: Quote marks that stand alone as a token's label, and the labels shown for them instead.
+QUOTES = ("'", '"', "`")
+QUOTED = {f"‹{q}›" for q in QUOTES}
+
+
+def _quoted(label: str) -> str:
+    """A label that is only a quote mark between angle quotes: ‹'›."""
+    return f"‹{label}›" if label in QUOTES else label
+
+
 #: Occlusion costs at or above this many nats share the brightest colour: a drop of 1 nat
 #: (p falls to a third) is decisive, and larger ones need not dim it.
 COST_CAP = 1.5
@@ -222,8 +233,10 @@ def alpha_and_occlusion(example: dict, agreement: float, chance: float) -> Pictu
     drops are all tiny stays dark, and a decisive 1-nat drop stays bright beside a 4-nat one;
     a rise in p shows as 0); ``agreement`` over the test split, beside ``chance`` (random
     picks); the panels' titles name the model."""
-    x = example["source_tokens"][:-1]  # without <eos>
-    y = example["output_tokens"]
+    # labels as the picture shows them; a lone quote mark is lost from row 20 (under a tick
+    # mark it reads as the tick's end), so it is put between angle quotes and stands level
+    x = [_quoted(s) for s in heatmaps.tick_labels(example["source_tokens"][:-1], True)]
+    y = [_quoted(s) for s in heatmaps.tick_labels(example["output_tokens"], True)]
     alpha = np.asarray(example["alpha"])[:, :-1]  # (T, n - 1)
     drop = np.clip(np.asarray(example["occlusion"]), 0, None)  # (T, n - 1) nats
     model = example.get("model", "rnnsearch-en-fr")  # the stored example: language_run's model
@@ -231,7 +244,9 @@ def alpha_and_occlusion(example: dict, agreement: float, chance: float) -> Pictu
     t, a, k = example["step"], example["alpha_argmax"], example["occlusion_argmax"]
 
     def draw():
-        fig, sizes, (left, right) = _sized_heatmaps(x, y, panels=2, max_height=420, title=costs)
+        fig, sizes, (left, right) = _sized_heatmaps(
+            x, y, panels=2, max_height=500, title=costs, cell_px=56, max_width=OUTPUT_AREA_PX
+        )
         right.sharey(left)  # one row of output labels, on the left
         heatmaps.still_heatmap(
             left,
@@ -242,13 +257,18 @@ def alpha_and_occlusion(example: dict, agreement: float, chance: float) -> Pictu
             xlabel="source i",
             ylabel="output t",
             sizes=sizes,
+            turn=True,
+            pieces=False,
         )
         heatmaps.still_heatmap(
             right, drop, x, y, title=costs, vmin=0.0, vmax=COST_CAP, extend="max",
-            xlabel="source i", ylabel="", sizes=sizes,
+            xlabel="source i", ylabel="", sizes=sizes, turn=True, pieces=False,
         )  # fmt: skip
         right.tick_params(labelleft=False)
         for ax in (left, right):
+            for label in ax.get_xticklabels():  # the quoted quote marks level, as in the rows
+                if label.get_text() in QUOTED:
+                    label.set_rotation(0)
             ax.axhline(t - 0.5, color="red", lw=2)
             ax.axhline(t + 0.5, color="red", lw=2)
         return fig

@@ -232,8 +232,8 @@ def real_language_by_length(by_length: dict, ax, sizes, split: str = "unseen") -
         for b in names
         for c in (s["chrf"] for s in buckets[b]["systems"].values())
     ]
-    low, high = min(lo for lo, _ in ends), max(hi for _, hi in ends)
-    ax.set_ylim(5 * math.floor(low / 5) - 1, high + 0.22 * (high - low))  # room for the gains
+    high = max(hi for _, hi in ends)
+    ax.set_ylim(0, 1.2 * high)  # from 0, so that the gaps read at their size; room for the gains
     ax.tick_params(labelsize=sizes.tick)
     ax.set_xlabel("English length (words)", fontsize=sizes.label)
     ax.set_ylabel("chrF", fontsize=sizes.label)
