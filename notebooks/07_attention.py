@@ -510,15 +510,14 @@ lecture.alpha_and_occlusion(occlusion["example"], occlusion["agreement"], occlus
 # Minutes: 3
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# ### Greedy decoding or beam search
+# ### Greedy or beam search (the only example our rule finds)
 
 # %% jupyter={"source_hidden": true}
 transformer_fr = attnlab.load("transformer-en-fr")
 lecture.beam_search_picture(transformer_fr, "Special values", reference="Valeurs spéciales")
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# Held-out French (1,430 strings): beam 4 fixes 16 that greedy gets wrong, and breaks 7.<br>
-# (This example: the only one our rule finds, notes.)
+# Held-out French (1,430 strings): beam 4 fixes 16 that greedy gets wrong, and breaks 7.
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Say:

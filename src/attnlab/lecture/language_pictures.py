@@ -244,8 +244,10 @@ def alpha_and_occlusion(example: dict, agreement: float, chance: float) -> Pictu
     t, a, k = example["step"], example["alpha_argmax"], example["occlusion_argmax"]
 
     def draw():
+        # wider than most pictures, to be read from the back, yet clear of the navigation
+        # arrows at the slide's bottom right (x > 1170 px)
         fig, sizes, (left, right) = _sized_heatmaps(
-            x, y, panels=2, max_height=500, title=costs, cell_px=56, max_width=OUTPUT_AREA_PX
+            x, y, panels=2, max_height=490, title=costs, cell_px=54, max_width=1140
         )
         right.sharey(left)  # one row of output labels, on the left
         heatmaps.still_heatmap(
