@@ -195,8 +195,8 @@ def test_shown_widths_are_the_decks():
 # ------------------------------------------------------------------- real-language scores
 def test_scores_chart_draws_each_stored_chrf_with_its_interval():
     """One bar per system and test split, as tall as the stored chrF, its 95% interval and
-    its score above it; the dashed line at the dictionary's held-out score; the panels'
-    titles give the stored training minutes."""
+    its score above it; no line across both splits (a held-out line drawn over an in-domain
+    bar misreads it); the panels' titles give the stored training minutes."""
     from attnlab.pictures.figures import scores
 
     results = load_results()
@@ -221,10 +221,7 @@ def test_scores_chart_draws_each_stored_chrf_with_its_interval():
             for seg in coll.get_segments()
         )
         assert whiskers == sorted(e["ci"] for e in expected)
-        dashed = [line for line in ax.get_lines() if line.get_linestyle() == "--"]
-        assert [line.get_ydata()[0] for line in dashed] == [
-            evaluated["unseen"]["systems"]["dictionary"]["chrf"]
-        ]
+        assert not [line for line in ax.get_lines() if line.get_linestyle() == "--"]
         minutes = [results["scores"]["models"][s]["train_seconds"] / 60 for s in systems]
         assert f"{max(minutes):.1f} min" in ax.get_title()
 

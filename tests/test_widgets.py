@@ -669,8 +669,13 @@ def test_explorer_every_control_works_without_a_kernel(explorer):
     w = explorer
     trained_frames = {id(v) for i, f in w.grid._frames.items() if i[0] == 1 for v in [f.view]}
 
-    def shared(stack):  # the trained head's frames do not depend on d_k: one picture each
-        return all(id(c) in trained_frames for c in stack.children)
+    def leaves(widget):
+        if isinstance(widget, widgets.Stack):
+            return [leaf for child in widget.children for leaf in leaves(child)]
+        return [widget]
+
+    def shared(stack):  # a trained head's frames depend on neither d_k nor the mask
+        return all(id(leaf) in trained_frames for leaf in leaves(stack))
 
     check_links_change_the_picture(w.links, shared)
     sources = {link.source for link in w.links}
@@ -697,7 +702,7 @@ def test_explorer_pictures_read_from_the_back(explorer):
     assert explorer.message == ""  # the trained Transformer loaded: its frames are drawn too
     drawn = {id(explorer.grid.frame(index)): index for index in explorer.grid.indices()}
     trained = [i for i in drawn.values() if explorer.grid.frame(i).data.get("trained")]
-    assert len(trained) == 2 * 2  # scaled or not, masked or not: one frame each, any d_k
+    assert len(trained) == 2  # scaled or not: one frame each, any d_k, never masked
     for index in drawn.values():
         frame = explorer.grid.frame(index)
         assert frame.data, f"frame {index} was never drawn"
@@ -722,6 +727,23 @@ def test_explorer_trained_mode_uses_the_models_q_and_k(transformer):
     w.text.value = "1 jan 2000"
     assert w.message == "" and w.tokens[0] == "1"
     check_readable(w.image.value, shown_width(w.image))
+
+
+def test_explorer_never_masks_a_trained_encoder_head(transformer):
+    """An encoder head attends to every position: with the trained head shown, the causal-mask
+    toggle (for the random Q, K) leaves the weights the model computes, in the kernel and in
+    the browser's frame."""
+    w = ScaledDotExplorer(model=transformer)
+    w.mode.value, w.scale_toggle.value = TRAINED, SCALED
+    unmasked = browser_frame(w, w.grid)
+    w.mask_toggle.value = CAUSAL
+    frame = browser_frame(w, w.grid)
+    assert frame is unmasked and not frame.data["causal"]
+    want = transformer.attention_weights("3 May 1979")["encoder_self"][0, 0]
+    np.testing.assert_allclose(frame.data["weights"], want, atol=1e-5)
+    assert np.triu(frame.data["weights"], 1).sum() > 0.1  # the future keeps its weight
+    w.mode.value = RANDOM  # the toggle still masks the random Q, K
+    assert np.triu(browser_frame(w, w.grid).data["weights"], 1).max() == 0.0
 
 
 def test_explorer_trained_mode_without_the_model_says_so():

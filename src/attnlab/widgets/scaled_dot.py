@@ -64,8 +64,9 @@ RANDOM_NOTE = "random q_t, k_i: N(0, 1) entries; t, i: positions"
 
 
 def trained_note(d_k: int) -> str:
-    """The note under a trained head's picture: its own d_k, and that an encoder is unmasked."""
-    return f"trained head: its own d_k = {d_k}; encoders are unmasked"
+    """The note under a trained head's picture: its own d_k, and that an encoder head is
+    unmasked (the mask toggle is for the random Q, K)."""
+    return f"trained encoder head: its own d_k = {d_k}, never masked"
 
 
 def row_entropy(weights: np.ndarray) -> np.ndarray:
@@ -180,7 +181,9 @@ class ScaledDotExplorer(BaseWidget):
             [(self.mode, "index"), (self.scale_toggle, "index"), (self.mask_toggle, "index"),
              (self.d_k_slider, "index")],
             (2, 2, 2, len(d_ks)), WIDTH_PX,
-            share=lambda i: i if i[0] == 0 else (*i[:3], 0),  # a trained head has its own d_k
+            # a trained head has its own d_k, and an encoder head is never masked: the d_k
+            # slider and the mask toggle leave its picture as it is
+            share=lambda i: i if i[0] == 0 else (1, i[1], 0, 0),
         )  # fmt: skip
         self.frames, self.links = self.grid.root, self.grid.links
         self.children = [
@@ -203,8 +206,8 @@ class ScaledDotExplorer(BaseWidget):
     def _build_figure(self) -> None:
         self.fig, sizes = slide_figure(WIDTH_PX, HEIGHT_PX, layout=None)
         W, H = WIDTH_PX, HEIGHT_PX
-        # room on the left and below for a trained head's labels ("<eos>", upright), the
-        # caption and the note under them
+        # room on the left and below for a trained head's labels ("<eos>", upright) and, under
+        # them, the two-line readout with the note beside its second line
         self.fig.subplots_adjust(left=120 / W, right=1 - 48 / W, top=1 - 34 / H, bottom=180 / H,
                                  wspace=0.22)  # fmt: skip
         axes = self.fig.subplots(1, 3)
@@ -296,7 +299,7 @@ class ScaledDotExplorer(BaseWidget):
     def _render_trained(self, Q, K, tokens) -> None:
         for index in self.grid.indices():
             if index[0] == 1:
-                self._frame(index, Q, K, tokens, tokens, index[1] == 0, index[2] == 1, True)
+                self._frame(index, Q, K, tokens, tokens, index[1] == 0, False, True)
 
     # ------------------------------------------------------------------ state
     @property
