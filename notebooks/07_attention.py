@@ -164,7 +164,7 @@ print(f"alpha = {a}: soft {soft.item():.1f}, hard {hard.item():.0f}")
 widgets.DecodeStepper()  # the shipped rnnsearch-dates; more models in the model chooser
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# Row 1 (step 1) writes "1" looking at $h_8$, the "9": $\alpha$ weighs bi-GRU states, and $h_8$ has read the "1".
+# Row 1 writes "1" looking at $h_8$ (the "9"): bi-GRU state $h_8$ has read the "1".
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Say:
@@ -183,8 +183,7 @@ widgets.DecodeStepper()  # the shipped rnnsearch-dates; more models in the model
 lecture.bpe_merges_picture()  # a toy: four words and their counts
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# Ours: 4,000 SentencePiece pieces, drawn with ## for "continues a word": "available" is one,
-# "Available" two: Av ##ailable.
+# Ours: 4,000 SentencePiece pieces (## continues a word): "Available" is Av ##ailable.
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Say:
@@ -208,8 +207,7 @@ rnnsearch_fr = attnlab.load("rnnsearch-en-fr")
 lecture.held_out_example(rnnsearch_fr, language["word_order"], lines=True)
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# "images" looks at "images"; "disponibles" goes back to "available" (0.48; "images" 0.42): the
-# lines cross. "les" has no English word.
+# "disponibles" goes back to "available" (0.48; "images" 0.42): the lines cross.
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Say:
@@ -227,11 +225,10 @@ lecture.held_out_example(rnnsearch_fr, language["word_order"], lines=True)
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ### Quality against length: Bahdanau's Fig. 2 on digits, and on real strings
 #
-# <img src="../pics/seq2seq_attention_length.png" width="88%">
+# <img src="../pics/seq2seq_attention_length.png" width="95%">
 #
-# Left: digits, 1000 training steps per model. Right: EN→FR on held-out packages; chrF: the
-# character n-gram F-score against the reference, 0-100 (95% intervals). Attention is ahead by
-# 4 to 10 points; a word-by-word dictionary beats both RNNs, trained 7 minutes each.
+# Right: EN→FR on unseen packages; chrF: character n-gram F-score, 0-100 (95% intervals).
+# Attention leads by 4-10 points; a word-for-word dictionary beats both 7-minute RNNs.
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Say:
@@ -310,10 +307,9 @@ torch.allclose(attend(x[perm] + pe), attend(x + pe)[perm], atol=1e-6)  # same po
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ### Attention in the Transformer: $Q$, $K$, $V$
 #
-# <img src="../pics/transformer_attention.png" width="79%">
+# <img src="../pics/transformer_attention.png" width="75%">
 #
-# **Keys match, values mix:** each head projects its own query (what it looks for), key (what
-# it is found by) and value (what it hands over).
+# **Keys match, values mix:** a query looks for keys; their values are handed over.
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Say:
@@ -391,9 +387,8 @@ assert torch.allclose(out, mha(x, x, x), atol=1e-6)  # = the library's
 # FLOPs of one wide head (nearly: $h$ score matrices), with $h$ attention patterns instead of one.
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# **Why several?** One softmax blends what it finds into *one* average of the values; $h$ heads
-# keep $h$ averages apart: trained heads specialise, e.g. on the next word or on a syntactic
-# relation (Voita et al., 2019).
+# **Why several?** One softmax blends what it finds into *one* average; $h$ heads keep $h$
+# averages apart, and trained heads specialise (Voita et al., 2019).
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Say:
@@ -475,11 +470,10 @@ lecture.causal_demo(mask)
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ### The Transformer's results: Table 2 of Vaswani et al.
 #
-# <img src="../pics/transformer_results.png" width="78%">
+# <img src="../pics/transformer_results.png" width="85%">
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# Ours: interface strings, chrF, minutes on one CPU thread: not comparable (backup). A
-# word-by-word dictionary is level with our French Transformer on unseen applications.
+# Ours: interface strings, chrF, minutes on one CPU thread: not comparable (backup).
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Say:
@@ -1161,8 +1155,7 @@ lecture.show_source(A.MultiHeadAttention.forward)
 lecture.vaswani_table(language)
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# The grey bars: a word-by-word dictionary. It beats our German model on both splits, is level
-# with the French held out; in domain the French leads.
+# Grey: a word-by-word dictionary, ahead of our German model on both splits.
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Say:

@@ -669,13 +669,8 @@ def test_explorer_every_control_works_without_a_kernel(explorer):
     w = explorer
     trained_frames = {id(v) for i, f in w.grid._frames.items() if i[0] == 1 for v in [f.view]}
 
-    def leaves(widget):
-        if isinstance(widget, widgets.Stack):
-            return [leaf for child in widget.children for leaf in leaves(child)]
-        return [widget]
-
-    def shared(stack):  # a trained head's frames depend on neither d_k nor the mask
-        return all(id(leaf) in trained_frames for leaf in leaves(stack))
+    def shared(stack):  # the trained head's frames do not depend on d_k: one picture each
+        return all(id(c) in trained_frames for c in stack.children)
 
     check_links_change_the_picture(w.links, shared)
     sources = {link.source for link in w.links}
@@ -702,7 +697,7 @@ def test_explorer_pictures_read_from_the_back(explorer):
     assert explorer.message == ""  # the trained Transformer loaded: its frames are drawn too
     drawn = {id(explorer.grid.frame(index)): index for index in explorer.grid.indices()}
     trained = [i for i in drawn.values() if explorer.grid.frame(i).data.get("trained")]
-    assert len(trained) == 2  # scaled or not: one frame each, any d_k, never masked
+    assert len(trained) == 2 * 2  # scaled or not, toggle on the mask or not: any d_k
     for index in drawn.values():
         frame = explorer.grid.frame(index)
         assert frame.data, f"frame {index} was never drawn"
@@ -732,13 +727,15 @@ def test_explorer_trained_mode_uses_the_models_q_and_k(transformer):
 def test_explorer_never_masks_a_trained_encoder_head(transformer):
     """An encoder head attends to every position: with the trained head shown, the causal-mask
     toggle (for the random Q, K) leaves the weights the model computes, in the kernel and in
-    the browser's frame."""
+    the browser's frame, and the picture says why."""
     w = ScaledDotExplorer(model=transformer)
     w.mode.value, w.scale_toggle.value = TRAINED, SCALED
     unmasked = browser_frame(w, w.grid)
     w.mask_toggle.value = CAUSAL
     frame = browser_frame(w, w.grid)
-    assert frame is unmasked and not frame.data["causal"]
+    assert not frame.data["causal"]
+    np.testing.assert_array_equal(frame.data["weights"], unmasked.data["weights"])
+    assert bytes(frame.view.value) != bytes(unmasked.view.value)  # its note says why
     want = transformer.attention_weights("3 May 1979")["encoder_self"][0, 0]
     np.testing.assert_allclose(frame.data["weights"], want, atol=1e-5)
     assert np.triu(frame.data["weights"], 1).sum() > 0.1  # the future keeps its weight

@@ -46,6 +46,7 @@ __all__ = [
     "row_entropy",
     "random_labels",
     "trained_note",
+    "ENCODER_UNMASKED",
 ]
 
 RANDOM, TRAINED = "random Q, K", "trained Transformer"
@@ -64,9 +65,12 @@ RANDOM_NOTE = "random q_t, k_i: N(0, 1) entries; t, i: positions"
 
 
 def trained_note(d_k: int) -> str:
-    """The note under a trained head's picture: its own d_k, and that an encoder head is
-    unmasked (the mask toggle is for the random Q, K)."""
-    return f"trained encoder head: its own d_k = {d_k}, never masked"
+    """The note under a trained head's picture: its own d_k, and that an encoder is unmasked."""
+    return f"trained head: its own d_k = {d_k}; encoders are unmasked"
+
+
+#: The note of a trained head's picture with the toggle on "causal mask": not applied.
+ENCODER_UNMASKED = "no causal mask: an encoder head sees every position"
 
 
 def row_entropy(weights: np.ndarray) -> np.ndarray:
@@ -181,9 +185,7 @@ class ScaledDotExplorer(BaseWidget):
             [(self.mode, "index"), (self.scale_toggle, "index"), (self.mask_toggle, "index"),
              (self.d_k_slider, "index")],
             (2, 2, 2, len(d_ks)), WIDTH_PX,
-            # a trained head has its own d_k, and an encoder head is never masked: the d_k
-            # slider and the mask toggle leave its picture as it is
-            share=lambda i: i if i[0] == 0 else (1, i[1], 0, 0),
+            share=lambda i: i if i[0] == 0 else (*i[:3], 0),  # a trained head has its own d_k
         )  # fmt: skip
         self.frames, self.links = self.grid.root, self.grid.links
         self.children = [
@@ -251,14 +253,16 @@ class ScaledDotExplorer(BaseWidget):
         self._background = cache_background(self.fig)
         self._layout = (tuple(keys), tuple(queries), note)
 
-    def _frame(self, index, Q, K, keys, queries, scaled: bool, causal: bool, trained: bool):
+    def _frame(self, index, Q, K, keys, queries, scaled: bool, causal: bool, trained: bool,
+               note: str | None = None):  # fmt: skip
         """Store one frame with the numbers it shows; its picture is read from the shipped
-        frames when they hold it (:mod:`attnlab.pictures.frame_cache`), else drawn."""
+        frames when they hold it (:mod:`attnlab.pictures.frame_cache`), else drawn.  ``note``
+        replaces the usual note under the picture."""
         values = panels(Q, K, scaled, causal)
         used = "QKᵀ/√d_k" if scaled else "QKᵀ"
         title = f"softmax({used})" + (", causal" if causal else "")
         line = summary(values, Q.shape[1])
-        note = trained_note(Q.shape[1]) if trained else RANDOM_NOTE
+        note = note or (trained_note(Q.shape[1]) if trained else RANDOM_NOTE)
         drawn = [values["scores"], values["scaled_scores"], values["weights"], list(keys),
                  list(queries), note, title, line]  # fmt: skip
         picture = rendered(
@@ -299,7 +303,10 @@ class ScaledDotExplorer(BaseWidget):
     def _render_trained(self, Q, K, tokens) -> None:
         for index in self.grid.indices():
             if index[0] == 1:
-                self._frame(index, Q, K, tokens, tokens, index[1] == 0, False, True)
+                # an encoder head is never masked: with the toggle on "causal mask" it shows
+                # the same weights, and its note says why
+                note = ENCODER_UNMASKED if index[2] == 1 else None
+                self._frame(index, Q, K, tokens, tokens, index[1] == 0, False, True, note)
 
     # ------------------------------------------------------------------ state
     @property
