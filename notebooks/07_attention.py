@@ -307,7 +307,7 @@ torch.allclose(attend(x[perm] + pe), attend(x + pe)[perm], atol=1e-6)  # same po
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ### Attention in the Transformer: $Q$, $K$, $V$
 #
-# <img src="../pics/transformer_attention.png" width="75%">
+# <img src="../pics/transformer_attention.png" width="79%">
 #
 # **Keys match, values mix:** a query looks for keys; their values are handed over.
 
@@ -387,8 +387,8 @@ assert torch.allclose(out, mha(x, x, x), atol=1e-6)  # = the library's
 # FLOPs of one wide head (nearly: $h$ score matrices), with $h$ attention patterns instead of one.
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# **Why several?** One softmax blends what it finds into *one* average; $h$ heads keep $h$
-# averages apart, and trained heads specialise (Voita et al., 2019).
+# **Why several?** One softmax blends what it finds into *one* average.<br>
+# $h$ heads keep $h$ averages apart, and trained heads specialise (Voita et al., 2019).
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Say:
@@ -548,8 +548,6 @@ lecture.causal_demo(mask)
 # * Rao, McMahan. *Natural Language Processing with PyTorch*, chapter 8. O'Reilly 2019.
 # * Exposure bias: Bengio et al. [Scheduled sampling](https://arxiv.org/abs/1506.03099), NIPS 2015; Ranzato et al. [Sequence level training](https://arxiv.org/abs/1511.06732), ICLR 2016.
 # * [Attention? Attention!](https://lilianweng.github.io/posts/2018-06-24-attention/), Lilian Weng; [The Annotated Transformer](https://nlp.seas.harvard.edu/annotated-transformer/).
-#
-# Exercises: `notebooks/07_attention_exercises.ipynb`. Backup slides follow.
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Heads (Clark et al., Michel et al., Voita et al.); "attention is not explanation" (Jain and
