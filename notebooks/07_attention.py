@@ -61,6 +61,7 @@ torch.set_num_threads(1)  # small, latency-bound work: one thread is fastest on 
 # If asked:
 # - The code on the slides is the library's (the backup shows its source): what you see is what runs.
 # - Training times are on the model cards: dates 10 s to 2 min, digit reversal 1 to 19 min, translation at most 10 min each, one torch thread.
+# Timing: the Transformer slide by minute 33, multi-head by 48, Table 2 by 66 (68 planned, 22 left for questions). Running late: skip the subwords slide and Fig. 2's right panel (about 5 minutes); nothing later builds on them.
 # Minutes: 1.5
 
 # %% [markdown] slideshow={"slide_type": "slide"}
@@ -197,9 +198,9 @@ lecture.bpe_merges_picture()  # a toy: four words and their counts
 # Minutes: 3
 
 # %% [markdown] slideshow={"slide_type": "slide"}
-# ## Real language: an alignment like Bahdanau's Fig. 3
+# ## Real language: a soft reordering, as in Bahdanau's Fig. 3
 #
-# `rnnsearch-en-fr` on a **test-split** string (found by a rule: 1 of 2 it finds):
+# `rnnsearch-en-fr` on a string of the test split:
 
 # %% jupyter={"source_hidden": true}
 language = load_results()  # measured once over the test split, with the models below
@@ -207,15 +208,17 @@ rnnsearch_fr = attnlab.load("rnnsearch-en-fr")
 lecture.held_out_example(rnnsearch_fr, language["word_order"], lines=True)
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# "disponibles" goes back to "available" (0.48; "images" 0.42): the lines cross.
+# "disponibles" splits its weight: "available" 0.48, "images" 0.42. A soft reordering.
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Say:
 # - Each row: one French output piece, its weights over the English pieces.
-# - Writing "disponibles" the model goes back to "available" (0.48, with 0.42 still on "images"): the peaks swap order, a soft crossing, clear in the lines.
+# - Writing "images" it looks at "images"; writing "disponibles" it splits its weight, 0.48 on "available" and 0.42 on "images": the peaks swap order, a soft reordering, not Fig. 3's clean one.
 # - "les" has no English word: French needs the article; its weight spreads over "fetch" and "images".
+
+# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # If asked:
-# - Chosen by a rule, not by hand: test-split strings of 4-12 words, no placeholders, translated right with crossing alpha; only 2 passed; the longest. The output is the reference, word for word.
+# - Chosen by a rule, not by hand: test-split strings of 4-12 words, no placeholders, translated right with crossing alpha; only 2 passed: clean reorderings are rare in this model. The output is the reference, word for word.
 # - Test split: unseen strings of the 60 training packages; held out: two whole applications no model saw (Trac, OpenSlides).
 # - Spread weights: bi-GRU states carry their neighbours (the "." row: 0.88 on "available images").
 
@@ -228,11 +231,11 @@ lecture.held_out_example(rnnsearch_fr, language["word_order"], lines=True)
 # <img src="../pics/seq2seq_attention_length.png" width="95%">
 #
 # Right: EN→FR on unseen packages; chrF: character n-gram F-score, 0-100 (95% intervals).
-# Attention leads by 4-10 points; a word-for-word dictionary beats both 7-minute RNNs.
+# Attention leads by 4-10 points; a word-for-word dictionary beats both RNNs (6.5-8 min of training).
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Say:
-# - Digits, left: as in Fig. 2, but sharper: the fixed vector fails on long inputs; attention holds only up to lengths it has seen (the -30 model: right on half at 31-40, none beyond).
+# - Digits, left: as in Fig. 2, but sharper: the fixed vector fails on long inputs; attention degrades gently within its training lengths and collapses beyond them (the -30 model: right on half at 31-40, none beyond).
 # - EN→FR, right: attention ahead by 4.2 chrF on 1-3 words, 8-10 beyond, every gain p < 0.01 (paired bootstrap).
 # - The dashed dictionary beats both: these RNNs show attention's effect, not a good translator.
 # If asked:
@@ -300,7 +303,7 @@ torch.allclose(attend(x[perm] + pe), attend(x + pe)[perm], atol=1e-6)  # same po
 # - Unmasked, it cannot see order: shuffle the tokens and the outputs are shuffled the same way (True).
 # - Add a position vector to each token, and the same check fails (False): order now matters.
 # If asked:
-# - Every score q_t . k_i ignores where t and i sit: without positions "1979 May 3" and "3 May 1979" look alike.
+# - Every score q_t . k_i ignores where t and i sit: without positions "3 May 1979" and "3 May 1997" (the same characters) look alike.
 # - The sinusoidal encoding, its formula and learned position embeddings (Table 3, row E): backup.
 # Minutes: 4
 
@@ -345,7 +348,7 @@ alpha.round(decimals=2)  # the table's weights; out is its last column
 # Say:
 # - Row 1 on the board: scores 0.71, 0, 0.71; exp 2.03, 1, 2.03, sum 5.06; weights 0.40, 0.20, 0.40; output 0.40 (1,0) + 0.20 (0,1) + 0.40 (1,1) = (0.80, 0.60).
 # - Each token ends up a mix of the tokens like it; the cell gives the same numbers.
-# - The fragment: with Q = K the scores are symmetric and a token scores itself high (|x|^2); W^Q swapping the features makes x_1 ask like x_2 (0.20, 0.40, 0.40).
+# - The fragment: with Q = K every score is symmetric, and a token's score with itself is |x|^2, usually among its largest; W^Q swapping the features makes x_1 ask like x_2 (0.20, 0.40, 0.40).
 # If asked:
 # - A trained layer only adds learned W^Q, W^K, W^V in front; V's own map decides what a token hands over.
 # Minutes: 4.5
@@ -362,7 +365,7 @@ widgets.ScaledDotExplorer()
 # - Press the preset (unscaled, d_k = 512): std of the scores 22.2 against 1.0 scaled; the largest weight per row is 0.93 on average: the softmax saturates and its gradients vanish.
 # - Tick the scaling again: the rows stay soft.
 # If asked:
-# - Above 0.99 in 5 of the 8 rows; the causal-mask toggle zeroes the upper triangle of the random Q, K (a trained encoder head is never masked).
+# - Above 0.99 in 5 of the 8 rows; the causal-mask toggle masks the upper triangle of the score matrix for the random Q, K (a trained encoder head is never masked, and its picture says so).
 # Minutes: 3
 
 # %% [markdown] slideshow={"slide_type": "slide"}
@@ -388,7 +391,7 @@ assert torch.allclose(out, mha(x, x, x), atol=1e-6)  # = the library's
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # **Why several?** One softmax blends what it finds into *one* average.<br>
-# $h$ heads keep $h$ averages apart, and trained heads specialise (Voita et al., 2019).
+# $h$ heads keep $h$ averages apart; in large models some specialise (Voita et al., 2019).
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Say:
@@ -427,23 +430,23 @@ assert torch.allclose(out, mha(x, x, x), atol=1e-6)  # = the library's
 
 # %% jupyter={"source_hidden": true}
 transformer = attnlab.load("transformer-dates")
-lecture.teacher_forcing(transformer, "3 May 1979", "1979-05-03", mistake=(6, "2"))
+lecture.teacher_forcing(transformer, "3 May 1979", "1979-05-03", mistake=(6, "1"))
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# **Last row:** forced to a month digit no training target has ("2"), it loses its place:
-# "1979-2-030". Decoding builds on its own outputs, and training fed it only true prefixes: it
-# never learned to recover (*exposure bias*; remedies: Bengio et al., 2015; Ranzato et al., 2016).
+# **Last row:** forced to write "1" for the month, it goes on "0": October, valid and wrong. An
+# early error is never undone: training fed only true prefixes, so the decoder never learned to
+# recover from its own (*exposure bias*; Bengio et al., 2015; Ranzato et al., 2016).
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Say:
 # - Training: the decoder's inputs are the true outputs shifted right; all 11 positions predicted in 1 pass. Decoding feeds back its own outputs: 11 passes.
-# - Last row: we force y_6 to "2", a month digit no date has. The model writes "-" where the month's second digit belongs and the rest shifts: "1979-2-030", not a date.
+# - Last row: we force y_6 to "1", a plausible wrong month digit. It goes on with "0": 1979-10-03, October. Decoding builds on its own outputs, and nothing undoes an early error.
 # - Training only ever fed it true prefixes, so it never learned to recover from a wrong one: exposure bias.
 # If asked:
-# - The passes are counted (a hook on the output layer), not assumed. An RNN is sequential in both.
-# - A plausible wrong digit ("1") gives a valid, wrong date (October): the error is carried on, never undone.
+# - The passes are counted (a hook on the output layer), not assumed. An RNN is sequential in both; the RNN decoder of the Bahdanau slide is trained the same way.
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
+# - Given the prefix "1", "0" is the best continuation: what is missing is any training on its own mistakes. Forcing an impossible digit ("2") breaks the format: 1979-2-030.
 # - Scheduled sampling feeds the model its own predictions during training; sequence-level training scores whole outputs; beam search (backup) searches at test time.
 # Minutes: 3.5
 
@@ -485,7 +488,7 @@ lecture.causal_demo(mask)
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # - Typed phrases: our German model often drops the object ("Sortieren nach" for "Sort by date"): under-translation, the coverage problem of attention NMT (Tu et al., 2016).
-# - PosUnk: the rare-word technique of Luong, Sutskever, Le, Vinyals and Zaremba (ACL 2015); Jean et al. (2015) used a very large target vocabulary; the Transformer, like ours, writes subword pieces.
+# - Deep-Att: deep LSTMs with fast-forward connections (Zhou et al., 2016); PosUnk: the rare-word technique of Luong, Sutskever, Le, Vinyals and Zaremba (ACL 2015); the Transformer, like ours, writes subword pieces.
 # Minutes: 2.5
 
 # %% [markdown] slideshow={"slide_type": "slide"}
@@ -498,18 +501,17 @@ lecture.causal_demo(mask)
 # * **Decoder only**: the masked self-attention stack alone, trained to write the next token
 #   (GPT, [Radford et al., 2018](https://cdn.openai.com/research-covers/language-unsupervised/language_understanding_paper.pdf)):
 #   the design of today's large language models.
-# * **The price of a long context**: $n^2$ scores per head and layer; and when generating, a
-#   decoder caches every earlier step's $K$ and $V$ (a KV cache, as ours do): memory grows with $n$.
-# * **What stays**: $\mathrm{softmax}(QK^\top/\sqrt{d_k})\,V$ in every head and the residuals; norms
-#   and positions vary (LLaMA: RMSNorm, rotary positions; [Touvron et al., 2023](https://arxiv.org/abs/2302.13971)).
-# * **What attention is not**: an explanation. Four trained scores give four different $\alpha$
-#   maps at the same accuracy, and hiding the word $\alpha$ favours can cost nothing (backup).
+# * **The price of a long context**: $n^2$ scores per head and layer, and a KV cache that grows
+#   with $n$ when generating. LLaMA ([Touvron et al., 2023](https://arxiv.org/abs/2302.13971)) keeps
+#   $\mathrm{softmax}(QK^\top/\sqrt{d_k})\,V$; norms and positions change (RMSNorm, rotary).
+# * **What attention is not, by itself**: an explanation. $\alpha$ shows where a model reads, not
+#   why it answers: it picks the piece whose hiding costs most at 34% of steps (chance 13.7%).
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Say:
 # - The same blocks, rearranged: BERT keeps the encoder, every token sees every other; GPT keeps the decoder without cross-attention, each token sees only the ones before it.
 # - The quadratic cost is why long-context work changes attention itself or how it is computed.
-# - alpha is what the model uses, not why it answers: the backup shows four scores with different maps at 99.9-100%, and a step where hiding alpha's favourite piece costs nothing.
+# - alpha shows where the model reads, not why it answers: over the test split alpha's favourite piece is the one whose hiding costs most at 34% of steps, 2.5 times chance (backup: occlusion; four scores with four different maps at the same accuracy).
 # If asked:
 # - Sparse or local patterns: the restricted row of Table 1. Our Transformers decode with a KV cache: a step costs O(t), not O(t^2).
 
@@ -529,6 +531,7 @@ lecture.causal_demo(mask)
 # * Sennrich, Haddow, Birch. [Neural machine translation of rare words with subword units](https://arxiv.org/abs/1508.07909). ACL 2016.
 # * Kudo, Richardson. [SentencePiece](https://arxiv.org/abs/1808.06226), a subword tokenizer and detokenizer. EMNLP 2018.
 # * Vaswani et al. [Attention is all you need](https://arxiv.org/abs/1706.03762). arXiv 2017 (NIPS 2017: 41.0 on EN-FR).
+# * Table 2's other systems: ByteNet ([Kalchbrenner et al., 2016](https://arxiv.org/abs/1610.10099)), Deep-Att ([Zhou et al., TACL 2016](https://arxiv.org/abs/1606.04199)), GNMT ([Wu et al., 2016](https://arxiv.org/abs/1609.08144)), ConvS2S ([Gehring et al., ICML 2017](https://arxiv.org/abs/1705.03122)), MoE ([Shazeer et al., ICLR 2017](https://arxiv.org/abs/1701.06538)).
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Say:
@@ -1054,9 +1057,9 @@ lecture.alignment_failure(attnlab.load("rnnsearch-reverse-30"), length=45, seed=
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Read it from the top: for the first 27 outputs the attention walks down the anti-diagonal,
-# one source digit per output, as on the strings it was trained on. Past about 30 outputs, a
-# length it has never written, it moves faster than one digit per step, skips digits and
-# stops early (40 digits out for 45 in). To step through it live, run
+# one source digit per output, as on the strings it was trained on. From output 28 on, on an
+# input longer than any it read in training, it moves faster than one digit per step, skips
+# digits and stops early (40 digits out for 45 in). To step through it live, run
 # widgets.DecodeStepper("rnnsearch-reverse-30", text="865230001869569765592860385077810805024440010")
 # (the 45 digits of the picture).
 
@@ -1158,7 +1161,7 @@ lecture.vaswani_table(language)
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Say:
 # - Their Table 2: news sentences, BLEU, 12 hours to 3.5 days on 8 GPUs. Ours: interface strings, chrF, minutes on one CPU thread: not comparable, so a chart apart.
-# - Every neural model loses 4.8 to 8.4 chrF on packages it never saw.
+# - Every neural model loses 4.7 to 8.4 chrF on packages it never saw.
 # - The dashed dictionary beats our German Transformer and is level with the French held out (51.6 against 50.8, p = 0.07); in domain the French leads (56.3 against 53.3).
 # If asked:
 # - On BLEU, which rewards word order, the Transformers lead except on held-out German (backup: the numbers; README: the paired tests).

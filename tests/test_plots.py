@@ -293,7 +293,10 @@ def test_mask_picture_says_how_much_weight_reaches_the_future():
     causal = causal_mask(5)
     _, w = scaled_dot_product_attention(Q, K, V, mask=causal)
     titles = [a.get_title() for a in plots.mask_and_weights(causal, w).axes if a.get_title()]
-    assert titles[0] == "the mask: True = may attend"
+    assert titles[0] == "the mask: grey = hidden (False)"
+    rgba = np.asarray(plots.mask_and_weights(causal, w).axes[0].images[0].get_array(), float)
+    brightness = rgba[..., :3].mean(axis=-1) / rgba.max()  # (n, n): 1 = white
+    np.testing.assert_array_equal(brightness < 0.9, ~causal.numpy())  # the hidden cells shaded
     assert titles[1].endswith("on future keys: 0.00")
     future = ~causal  # only the future (the last query has no key left: a row of zeros)
     _, w = scaled_dot_product_attention(Q, K, V, mask=future)

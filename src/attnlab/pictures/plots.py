@@ -305,7 +305,9 @@ def head_grid(
 # --------------------------------------------------------------------------- causal mask
 def mask_and_weights(mask, weights, shown_width_px: float = 900) -> Figure:
     """The mask (True = may attend) beside the masked softmax weights, positions 1..n; the
-    weights' title says how much of it lands on future keys (exactly 0 with the causal mask)."""
+    mask's hidden cells dark and the allowed ones white, as most references shade what is
+    hidden; the weights' title says how much of it lands on future keys (exactly 0 with the
+    causal mask)."""
     mask, weights = np.asarray(mask, dtype=float), np.asarray(weights, dtype=float)
     n = mask.shape[-1]
     future = float(np.triu(weights, k=1).sum())  # weight on keys j > t, all queries
@@ -314,7 +316,7 @@ def mask_and_weights(mask, weights, shown_width_px: float = 900) -> Figure:
     axes = fig.subplots(1, 2)
     positions = [str(i + 1) for i in range(n)]
     panels = (
-        (mask, "Greys", "the mask: True = may attend"),
+        (1.0 - mask, "Greys", "the mask: grey = hidden (False)"),
         (weights, "viridis", f"weights; on future keys: {future:.2f}"),
     )
     for ax, (values, cmap, name) in zip(axes, panels, strict=True):
