@@ -488,7 +488,7 @@ lecture.causal_demo(mask)
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # - Typed phrases: our German model often drops the object ("Sortieren nach" for "Sort by date"): under-translation, the coverage problem of attention NMT (Tu et al., 2016).
-# - Deep-Att: deep LSTMs with fast-forward connections (Zhou et al., 2016); PosUnk: the rare-word technique of Luong, Sutskever, Le, Vinyals and Zaremba (ACL 2015); the Transformer, like ours, writes subword pieces.
+# - Deep-Att: deep LSTMs with fast-forward connections (Zhou et al., 2016); ByteNet: Kalchbrenner et al.; GNMT: Wu et al.; ConvS2S: Gehring et al.; MoE: Shazeer et al.; PosUnk: the rare-word technique of Luong, Sutskever, Le, Vinyals and Zaremba (ACL 2015); the Transformer, like ours, writes subword pieces.
 # Minutes: 2.5
 
 # %% [markdown] slideshow={"slide_type": "slide"}
@@ -523,7 +523,7 @@ lecture.causal_demo(mask)
 # ## References
 #
 # * Sutskever et al. [Sequence to sequence learning with neural networks](https://arxiv.org/abs/1409.3215). NIPS 2014.
-# * Cho et al. [Learning phrase representations using RNN encoder-decoder for statistical machine translation](https://arxiv.org/abs/1406.1078). EMNLP 2014.
+# * Cho et al. [Learning phrase representations using RNN encoder-decoder for SMT](https://arxiv.org/abs/1406.1078). EMNLP 2014.
 # * Bahdanau, Cho, Bengio. [Neural machine translation by jointly learning to align and translate](https://arxiv.org/pdf/1409.0473.pdf). ICLR 2015 (arXiv 2014).
 # * Luong, Pham, Manning. [Effective approaches to attention-based neural machine translation](https://arxiv.org/pdf/1508.04025.pdf). EMNLP 2015.
 # * Luong, Sutskever, Le, Vinyals, Zaremba. [Addressing the rare word problem in neural machine translation](https://arxiv.org/abs/1410.8206). ACL 2015.
@@ -531,7 +531,7 @@ lecture.causal_demo(mask)
 # * Sennrich, Haddow, Birch. [Neural machine translation of rare words with subword units](https://arxiv.org/abs/1508.07909). ACL 2016.
 # * Kudo, Richardson. [SentencePiece](https://arxiv.org/abs/1808.06226), a subword tokenizer and detokenizer. EMNLP 2018.
 # * Vaswani et al. [Attention is all you need](https://arxiv.org/abs/1706.03762). arXiv 2017 (NIPS 2017: 41.0 on EN-FR).
-# * Table 2's other systems: ByteNet ([Kalchbrenner et al., 2016](https://arxiv.org/abs/1610.10099)), Deep-Att ([Zhou et al., TACL 2016](https://arxiv.org/abs/1606.04199)), GNMT ([Wu et al., 2016](https://arxiv.org/abs/1609.08144)), ConvS2S ([Gehring et al., ICML 2017](https://arxiv.org/abs/1705.03122)), MoE ([Shazeer et al., ICLR 2017](https://arxiv.org/abs/1701.06538)).
+# * Table 2's others: [ByteNet](https://arxiv.org/abs/1610.10099) 2016, [Deep-Att](https://arxiv.org/abs/1606.04199) TACL 2016, [GNMT](https://arxiv.org/abs/1609.08144) 2016, [ConvS2S](https://arxiv.org/abs/1705.03122) ICML 2017, [MoE](https://arxiv.org/abs/1701.06538) ICLR 2017.
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Say:
