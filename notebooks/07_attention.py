@@ -530,8 +530,8 @@ lecture.causal_demo(mask)
 # * Jean et al. [On using very large target vocabulary for neural machine translation](https://arxiv.org/abs/1412.2007). ACL 2015.
 # * Sennrich, Haddow, Birch. [Neural machine translation of rare words with subword units](https://arxiv.org/abs/1508.07909). ACL 2016.
 # * Kudo, Richardson. [SentencePiece](https://arxiv.org/abs/1808.06226), a subword tokenizer and detokenizer. EMNLP 2018.
-# * Vaswani et al. [Attention is all you need](https://arxiv.org/abs/1706.03762). arXiv 2017 (NIPS 2017: 41.0 on EN-FR).
 # * Table 2's others: [ByteNet](https://arxiv.org/abs/1610.10099) 2016, [Deep-Att](https://arxiv.org/abs/1606.04199) TACL 2016, [GNMT](https://arxiv.org/abs/1609.08144) 2016, [ConvS2S](https://arxiv.org/abs/1705.03122) ICML 2017, [MoE](https://arxiv.org/abs/1701.06538) ICLR 2017.
+# * Vaswani et al. [Attention is all you need](https://arxiv.org/abs/1706.03762). arXiv 2017 (NIPS 2017: 41.0 on EN-FR).
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Say:
