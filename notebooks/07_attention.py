@@ -61,7 +61,7 @@ torch.set_num_threads(1)  # small, latency-bound work: one thread is fastest on 
 # If asked:
 # - The code on the slides is the library's (the backup shows its source): what you see is what runs.
 # - Training times are on the model cards: dates 10 s to 2 min, digit reversal 1 to 19 min, translation at most 10 min each, one torch thread.
-# Timing: the Transformer slide by minute 33, multi-head by 48, Table 2 by 66 (68 planned, 22 left for questions). Running late: skip the subwords slide and Fig. 2's right panel (about 5 minutes); nothing later builds on them.
+# Timing: the Transformer slide by minute 30, multi-head by 45, Table 2 by 63 (65 planned, 25 left for questions). Running late: say Fig. 2's right panel in one sentence and skip the by-hand fragment (about 4 minutes).
 # Minutes: 1.5
 
 # %% [markdown] slideshow={"slide_type": "slide"}
@@ -149,7 +149,7 @@ print(f"alpha = {a}: soft {soft.item():.1f}, hard {hard.item():.0f}")
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Say:
-# - Keep every encoder state h_i: step t looks them all up with the query s_{t-1}; c_t is their weighted average.
+# - Keep every encoder state h_i: step t looks them all up with the query s_{t-1}; each h_i is both key (scored) and value (averaged): c_t is their weighted average.
 # - c_t goes into the decoder step and into the output: p(y_t | y_<t, x) = g(y_{t-1}, s_t, c_t).
 # - The score is a small network (additive); s^T W_a h is the bilinear alternative.
 # If asked:
@@ -178,27 +178,7 @@ widgets.DecodeStepper()  # the shipped rnnsearch-dates; more models in the model
 # Minutes: 3
 
 # %% [markdown] slideshow={"slide_type": "slide"}
-# ### Subwords: byte-pair encoding (after [Sennrich et al., 2016](https://arxiv.org/abs/1508.07909))
-
-# %% jupyter={"source_hidden": true}
-lecture.bpe_merges_picture()  # a toy: four words and their counts
-
-# %% [markdown] slideshow={"slide_type": "fragment"}
-# Ours: 4,000 SentencePiece pieces (## continues a word): "Available" is Av ##ailable.
-
-# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
-# Say:
-# - A word vocabulary cannot read a word the training split lacks: it becomes <unk>.
-# - BPE starts from characters and merges the most frequent adjacent pair, again and again: frequent words end up one piece, rare ones several; "lowest" becomes low + est.
-# - Ours: 4,000 pieces learned on the training split; nothing is <unk>.
-# If asked:
-# - Sennrich et al. add an end-of-word mark (</w>) so that "est" at a word's end differs from "est" inside one; the toy leaves it out, ours (SentencePiece) marks word starts instead.
-# - "##" marks a piece that continues a word, as WordPiece writes it.
-# - The cost: a rare word cut into pieces can be glued back wrongly (the beam slide).
-# Minutes: 3
-
-# %% [markdown] slideshow={"slide_type": "slide"}
-# ## Real language: a soft reordering, as in Bahdanau's Fig. 3
+# ## Real language: our Fig. 3, a soft reordering
 #
 # `rnnsearch-en-fr` on a string of the test split:
 
@@ -208,7 +188,7 @@ rnnsearch_fr = attnlab.load("rnnsearch-en-fr")
 lecture.held_out_example(rnnsearch_fr, language["word_order"], lines=True)
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# "disponibles" splits its weight: "available" 0.48, "images" 0.42. A soft reordering.
+# "disponibles" splits its weight: "available" 0.48, "images" 0.42 (cleaner, our Transformer: backup).
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Say:
@@ -220,7 +200,7 @@ lecture.held_out_example(rnnsearch_fr, language["word_order"], lines=True)
 # If asked:
 # - Chosen by a rule, not by hand: test-split strings of 4-12 words, no placeholders, translated right with crossing alpha; only 2 passed: clean reorderings are rare in this model. The output is the reference, word for word.
 # - Test split: unseen strings of the 60 training packages; held out: two whole applications no model saw (Trac, OpenSlides).
-# - Spread weights: bi-GRU states carry their neighbours (the "." row: 0.88 on "available images").
+# - A cleaner reordering, from our Transformer on a held-out string: backup "held-out phrases", "Show previous version in browser" (the mean of the last layer's heads: "version" 0.97 on "version", then "précéd" 0.58 on "previous"). Spread weights here: bi-GRU states carry their neighbours (the "." row: 0.87 on "available images").
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Minutes: 3
@@ -230,7 +210,7 @@ lecture.held_out_example(rnnsearch_fr, language["word_order"], lines=True)
 #
 # <img src="../pics/seq2seq_attention_length.png" width="95%">
 #
-# Right: EN→FR on unseen packages; chrF: character n-gram F-score, 0-100 (95% intervals).
+# Right: EN→FR on new applications; chrF: character n-gram F-score, 0-100, blind to word order.
 # Attention leads by 4-10 points; a word-for-word dictionary beats both RNNs (6.5-8 min of training).
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
@@ -238,10 +218,12 @@ lecture.held_out_example(rnnsearch_fr, language["word_order"], lines=True)
 # - Digits, left: as in Fig. 2, but sharper: the fixed vector fails on long inputs; attention degrades gently within its training lengths and collapses beyond them (the -30 model: right on half at 31-40, none beyond).
 # - EN→FR, right: attention ahead by 4.2 chrF on 1-3 words, 8-10 beyond, every gain p < 0.01 (paired bootstrap).
 # - The dashed dictionary beats both: these RNNs show attention's effect, not a good translator.
+
+# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # If asked:
 # - Bahdanau's RNNencdec degrades gradually in BLEU; ours is right on 74.5% at 5-10 digits, 8% at 11-20, none beyond.
 # - The real-language gap stays within its intervals past 4 words rather than widening (our strings stop at 15 words).
-# - The dictionary: IBM Model 1 on the training split, word by word, 49.7-53.0 chrF.
+# - The dictionary: IBM Model 1 on the training split, word by word, 49.7-53.0 chrF. chrF hardly sees word order, 45% of these strings have 1-3 words, and a dictionary copies names and placeholders. Our Transformer (next part) beats it in domain, 56.3 against 53.3.
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Minutes: 3.5
@@ -391,7 +373,7 @@ assert torch.allclose(out, mha(x, x, x), atol=1e-6)  # = the library's
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # **Why several?** One softmax blends what it finds into *one* average.<br>
-# $h$ heads keep $h$ averages apart; in large models some specialise (Voita et al., 2019).
+# $h$ heads keep $h$ averages apart; in larger models some specialise (Voita et al., 2019).
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Say:
@@ -430,23 +412,22 @@ assert torch.allclose(out, mha(x, x, x), atol=1e-6)  # = the library's
 
 # %% jupyter={"source_hidden": true}
 transformer = attnlab.load("transformer-dates")
-lecture.teacher_forcing(transformer, "3 May 1979", "1979-05-03", mistake=(6, "1"))
+lecture.teacher_forcing(transformer, "3 May 1979", "1979-05-03", mistake=[(6, "1"), (6, "2")])
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# **Last row:** forced to write "1" for the month, it goes on "0": October, valid and wrong. An
-# early error is never undone: training fed only true prefixes, so the decoder never learned to
-# recover from its own (*exposure bias*; Bengio et al., 2015; Ranzato et al., 2016).
+# **Forced "1"**: it goes on "0", October: decoding commits to its outputs. **Forced "2"**, a
+# prefix no training target has: it breaks (1979-2-030). Trained on true prefixes only, it never
+# met its own mistakes (*exposure bias*; Bengio et al., 2015; Ranzato et al., 2016).
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Say:
 # - Training: the decoder's inputs are the true outputs shifted right; all 11 positions predicted in 1 pass. Decoding feeds back its own outputs: 11 passes.
-# - Last row: we force y_6 to "1", a plausible wrong month digit. It goes on with "0": 1979-10-03, October. Decoding builds on its own outputs, and nothing undoes an early error.
-# - Training only ever fed it true prefixes, so it never learned to recover from a wrong one: exposure bias.
+# - Forced "1" for the month: it goes on "0", 1979-10-03. Given that prefix "0" is right: decoding commits to what it wrote, and nothing undoes an early error.
+# - Forced "2", a prefix no date has: it loses its place, 1979-2-030. Training only ever fed it true prefixes, so it never learned what to do after its own mistakes: exposure bias.
 # If asked:
 # - The passes are counted (a hook on the output layer), not assumed. An RNN is sequential in both; the RNN decoder of the Bahdanau slide is trained the same way.
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
-# - Given the prefix "1", "0" is the best continuation: what is missing is any training on its own mistakes. Forcing an impossible digit ("2") breaks the format: 1979-2-030.
 # - Scheduled sampling feeds the model its own predictions during training; sequence-level training scores whole outputs; beam search (backup) searches at test time.
 # Minutes: 3.5
 
@@ -496,7 +477,7 @@ lecture.causal_demo(mask)
 #
 # The blocks of this lecture, rearranged:
 #
-# * **Encoder only**: the unmasked self-attention stack, trained to fill in hidden words (BERT,
+# * **Encoder only**: the self-attention stack without a causal mask, trained to fill in hidden words (BERT,
 #   [Devlin et al., NAACL 2019](https://arxiv.org/abs/1810.04805)).
 # * **Decoder only**: the masked self-attention stack alone, trained to write the next token
 #   (GPT, [Radford et al., 2018](https://cdn.openai.com/research-covers/language-unsupervised/language_understanding_paper.pdf)):
@@ -504,8 +485,8 @@ lecture.causal_demo(mask)
 # * **The price of a long context**: $n^2$ scores per head and layer, and a KV cache that grows
 #   with $n$ when generating. LLaMA ([Touvron et al., 2023](https://arxiv.org/abs/2302.13971)) keeps
 #   $\mathrm{softmax}(QK^\top/\sqrt{d_k})\,V$; norms and positions change (RMSNorm, rotary).
-# * **What attention is not, by itself**: an explanation. $\alpha$ shows where a model reads, not
-#   why it answers: it picks the piece whose hiding costs most at 34% of steps (chance 13.7%).
+# * **What attention is not, by itself**: an explanation. $\alpha$ weighs states, not words; in our
+#   RNN its favourite piece is the one whose hiding costs most at 34% of steps (chance 13.7%).
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Say:
@@ -722,6 +703,28 @@ lecture.beam_search_picture(transformer_fr, "Special values", reference="Valeurs
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # - Held out, the Transformer writes the reference's exact words for 10.4% of strings (backup: eight drawn at random, none right).
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### Backup: subwords, byte-pair encoding (after [Sennrich et al., 2016](https://arxiv.org/abs/1508.07909))
+
+# %% jupyter={"source_hidden": true}
+lecture.bpe_merges_picture()  # a toy: four words and their counts
+
+# %% [markdown] slideshow={"slide_type": "fragment"}
+# Ours: 4,000 SentencePiece pieces (## continues a word): "Available" is Av ##ailable.
+
+# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
+# Say:
+# - A word vocabulary cannot read a word the training split lacks: it becomes <unk>.
+# - BPE starts from characters and merges the most frequent adjacent pair, again and again: frequent words end up one piece, rare ones several; "lowest" becomes low + est.
+# - Ours: 4,000 pieces learned on the training split; nothing is <unk>.
+# If asked:
+# - Sennrich et al. add an end-of-word mark (</w>) so that "est" at a word's end differs from "est" inside one; the toy leaves it out, ours (SentencePiece) marks word starts instead.
+# - "##" marks a piece that continues a word, as WordPiece writes it.
+# - The cost: a rare word cut into pieces can be glued back wrongly (the beam slide).
+#
+# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
+# The toy's ties (e+s and s+t both 9 times) go to the pair met first.
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Backup: sequential operations, counted in the autograd graph
@@ -1162,7 +1165,7 @@ lecture.vaswani_table(language)
 # Say:
 # - Their Table 2: news sentences, BLEU, 12 hours to 3.5 days on 8 GPUs. Ours: interface strings, chrF, minutes on one CPU thread: not comparable, so a chart apart.
 # - Every neural model loses 4.7 to 8.4 chrF on packages it never saw.
-# - The dashed dictionary beats our German Transformer and is level with the French held out (51.6 against 50.8, p = 0.07); in domain the French leads (56.3 against 53.3).
+# - The grey dictionary bars beat our German Transformer and are level with the French held out (51.6 against 50.8, p = 0.07); in domain the French leads (56.3 against 53.3).
 # If asked:
 # - On BLEU, which rewards word order, the Transformers lead except on held-out German (backup: the numbers; README: the paired tests).
 # - Exact match on the test split: 15.7% (EN→FR) and 15.1% (EN→DE) for the Transformers.
@@ -1174,7 +1177,7 @@ lecture.vaswani_table(language)
 lecture.language_table(language)
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
-# The numbers of the chart on the Table 2 slide, with BLEU beside chrF and copying the English
+# The numbers of the chart on the previous backup slide, with BLEU beside chrF and copying the English
 # as the second baseline. BLEU puts the Transformers ahead of the dictionary except on held-out
 # German (25.9 against 27.2); chrF, which hardly sees word order, puts the dictionary ahead in
 # German on both splits. The paired tests are in the README.

@@ -321,7 +321,22 @@ def test_a_forced_mistake_is_written_then_decoding_goes_on_from_it(transformer):
     assert greedy(transformer, src, forced=untouched[:4])[0] == untouched  # forcing its own
 
 
-@pytest.mark.parametrize("mistake", [(0, "8"), (12, "8"), (3, "xyz"), ("3", "8")])
+def test_two_forced_mistakes_give_a_row_each(transformer):
+    """A plausible wrong month digit ("1": October, a valid date) and one no date has ("2"):
+    a row each, in the order given, each the decoding after its own forced prefix."""
+    table = lecture.teacher_forcing(
+        transformer, "3 May 1979", "1979-05-03", mistake=[(6, "1"), (6, "2")]
+    )
+    october, broken = table.rows[-2], table.rows[-1]
+    assert october[0].endswith("forced to '1'") and broken[0].endswith("forced to '2'")
+    assert "".join(w for w in october[1:] if w not in ("<eos>", "")).startswith("1979-1")
+    assert "".join(w for w in broken[1:] if w not in ("<eos>", "")).startswith("1979-2")
+    assert len(table.rows) == 5
+
+
+@pytest.mark.parametrize(
+    "mistake", [(0, "8"), (12, "8"), (3, "xyz"), ("3", "8"), [(6, "1"), (6,)], [(6, "1"), 7], 5]
+)
 def test_a_mistake_outside_the_output_or_the_vocabulary_is_refused_in_one_line(
     transformer, mistake
 ):

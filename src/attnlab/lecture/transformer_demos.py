@@ -175,15 +175,15 @@ class _Calls:
         self.handle.remove()
 
 
-def teacher_forcing(model, text: str, target: str, mistake: tuple[int, str] | None = None):
+def teacher_forcing(model, text: str, target: str, mistake=None):
     """Training against decoding on one example of a trained Transformer.
 
     Training (teacher forcing): the decoder reads the true target shifted right, ``<s>``,
     y_1, ..., y_{T-1}, and predicts y_t at every position t in ONE pass.  Decoding: it reads
     its own previous outputs, so output t needs output t-1: T passes.  The passes are counted
-    with a hook on the model's output layer, not assumed.  ``mistake`` = (t, token): one more
-    row, decoding with output t forced to ``token`` (1-based), what the model writes after a
-    mistake it never read in training (exposure bias).
+    with a hook on the model's output layer, not assumed.  ``mistake`` = (t, token), or a list
+    of them: one more row each, decoding with output t forced to ``token`` (1-based), what the
+    model writes after a mistake it never read in training (exposure bias).
     """
     prepared = model.prepare(text)
     src = model.source_ids(prepared)  # (1, n)
@@ -214,11 +214,13 @@ def teacher_forcing(model, text: str, target: str, mistake: tuple[int, str] | No
         ["training: predicted", *pad(forced)],
         ["decoding: output", *pad(decoded)],
     ]
-    if mistake is not None:
-        t, token = mistake
+    mistakes = mistake if isinstance(mistake, list) else [] if mistake is None else [mistake]
+    for one in mistakes:
+        t, token = one if isinstance(one, tuple) and len(one) == 2 else (None, None)
         if not (isinstance(t, int) and 1 <= t <= len(ids)) or token not in vocab.stoi:
             raise ValueError(f"mistake must be (t, token) with t in 1..{len(ids)} and a token "
-                             f"the model writes; got {mistake!r:.40}")  # fmt: skip
+                             f"the model writes, or a list of them; got {one!r:.40}")  # fmt: skip
+    for t, token in mistakes:
         prefix = [*ids[: t - 1], vocab.stoi[token]]  # its own outputs, then the mistake
         after = greedy(model, src, forced=prefix)[0]
         written = [vocab.itos[i] for i in after] + ["<eos>"]
