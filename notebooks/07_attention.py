@@ -188,7 +188,7 @@ rnnsearch_fr = attnlab.load("rnnsearch-en-fr")
 lecture.held_out_example(rnnsearch_fr, language["word_order"], lines=True)
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# "disponibles" splits its weight: "available" 0.48, "images" 0.42 (cleaner, our Transformer: backup).
+# "disponibles" splits its weight: "available" 0.48, "images" 0.42.
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Say:
@@ -210,7 +210,7 @@ lecture.held_out_example(rnnsearch_fr, language["word_order"], lines=True)
 #
 # <img src="../pics/seq2seq_attention_length.png" width="95%">
 #
-# Right: EN→FR on new applications; chrF: character n-gram F-score, 0-100, blind to word order.
+# Right: EN→FR, new applications. chrF: character n-gram F-score, 0-100, blind to order.<br>
 # Attention leads by 4-10 points; a word-for-word dictionary beats both RNNs (6.5-8 min of training).
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
