@@ -211,7 +211,7 @@ lecture.held_out_example(rnnsearch_fr, language["word_order"], lines=True)
 # <img src="../pics/seq2seq_attention_length.png" width="95%">
 #
 # Right: EN→FR, new applications. chrF: character n-gram F-score, 0-100, blind to order.<br>
-# Attention leads by 4-10 points; a word-for-word dictionary beats both RNNs (6.5-8 min of training).
+# Attention: +4 to +10; a word-for-word dictionary beats both RNNs (6.5-8 min each).
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Say:
