@@ -165,7 +165,7 @@ print(f"alpha = {a}: soft {soft.item():.1f}, hard {hard.item():.0f}")
 widgets.DecodeStepper()  # the shipped rnnsearch-dates; more models in the model chooser
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# Row 1 writes "1" looking at $h_8$ (the "9"): bi-GRU state $h_8$ has read the "1".
+# Row 1 writes "1" looking at $h_8$ (the "9"): its forward half has read the "1".
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Say:
@@ -210,20 +210,20 @@ lecture.held_out_example(rnnsearch_fr, language["word_order"], lines=True)
 #
 # <img src="../pics/seq2seq_attention_length.png" width="95%">
 #
-# Right: EN→FR, new applications. chrF: character n-gram F-score, 0-100, blind to order.<br>
-# Attention: +4 to +10; a word-for-word dictionary beats both RNNs (6.5-8 min each).
+# Right: EN→FR, new applications; chrF (character n-grams, 0-100) cares less about order.<br>
+# Attention ahead by 4-10 at all lengths; a dictionary beats both (RNNs of 6.5-8 min).
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Say:
 # - Digits, left: as in Fig. 2, but sharper: the fixed vector fails on long inputs; attention degrades gently within its training lengths and collapses beyond them (the -30 model: right on half at 31-40, none beyond).
-# - EN→FR, right: attention ahead by 4.2 chrF on 1-3 words, 8-10 beyond, every gain p < 0.01 (paired bootstrap).
+# - EN→FR, right: attention ahead by 4.2 chrF on 1-3 words, 8-10 beyond, every gain p < 0.01 (paired bootstrap); the gap does not widen past 4 words, and our strings stop at 15 words: not Fig. 2's long-sentence effect.
 # - The dashed dictionary beats both: these RNNs show attention's effect, not a good translator.
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # If asked:
 # - Bahdanau's RNNencdec degrades gradually in BLEU; ours is right on 74.5% at 5-10 digits, 8% at 11-20, none beyond.
 # - The real-language gap stays within its intervals past 4 words rather than widening (our strings stop at 15 words).
-# - The dictionary: IBM Model 1 on the training split, word by word, 49.7-53.0 chrF. chrF hardly sees word order, 45% of these strings have 1-3 words, and a dictionary copies names and placeholders. Our Transformer (next part) beats it in domain, 56.3 against 53.3.
+# - The dictionary: IBM Model 1 on the training split, word by word, 49.7-53.0 chrF. chrF is far less sensitive to word order than BLEU, 45% of these strings have 1-3 words, and a dictionary copies names and placeholders. Our Transformer (next part) beats it in domain, 56.3 against 53.3.
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Minutes: 3.5
@@ -435,7 +435,7 @@ lecture.teacher_forcing(transformer, "3 May 1979", "1979-05-03", mistake=[(6, "1
 # ### Masked (causal) attention: edit me
 #
 # All positions in one pass, and the true outputs as inputs: so input $t$ may attend to
-# inputs $1..t$ only, or it could copy the word it must predict.
+# inputs $1..t$ only, or it could copy the word it must predict. Below: random $Q, K, V$.
 
 # %%
 mask = A.causal_mask(6)  # <- edit this line
@@ -485,8 +485,8 @@ lecture.causal_demo(mask)
 # * **The price of a long context**: $n^2$ scores per head and layer, and a KV cache that grows
 #   with $n$ when generating. LLaMA ([Touvron et al., 2023](https://arxiv.org/abs/2302.13971)) keeps
 #   $\mathrm{softmax}(QK^\top/\sqrt{d_k})\,V$; norms and positions change (RMSNorm, rotary).
-# * **What attention is not, by itself**: an explanation. $\alpha$ weighs states, not words; in our
-#   RNN its favourite piece is the one whose hiding costs most at 34% of steps (chance 13.7%).
+# * **What attention is not, by itself**: an explanation. $\alpha$ weighs states, not words: in our
+#   RNN, hiding $\alpha$'s favourite piece hurts most at only 34% of steps (a random pick: 13.7%).
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Say:
@@ -1179,7 +1179,7 @@ lecture.language_table(language)
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # The numbers of the chart on the previous backup slide, with BLEU beside chrF and copying the English
 # as the second baseline. BLEU puts the Transformers ahead of the dictionary except on held-out
-# German (25.9 against 27.2); chrF, which hardly sees word order, puts the dictionary ahead in
+# German (25.9 against 27.2); chrF, far less sensitive to word order than BLEU, puts the dictionary ahead in
 # German on both splits. The paired tests are in the README.
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
