@@ -11,7 +11,8 @@ without scaling, where the rows saturate; one click on "divide by √d_k" brings
 Random mode draws n query and key vectors q_1..q_n, k_1..k_n with N(0, 1) entries: they are
 labelled by their position only (no words: nothing to read into noise).  The trained mode takes
 the real Q and K of a head of the trained Transformer's encoder for a typed date, labelled by
-its tokens.
+its tokens; an encoder head is never masked, so there the mask toggle changes only the note,
+which says so.
 
 The scores and weights are :func:`attnlab.attention.dot_score`, ``scaled_dot_score`` and
 ``masked_softmax`` (torch).  Every combination of mode, toggles and slider is rendered when
