@@ -227,12 +227,11 @@ def real_language_by_length(by_length: dict, ax, sizes, split: str = "unseen") -
         )
     ax.set_xticks(x, names)
     ax.set_xlim(-0.4, len(names) - 0.6)
-    ends = [
-        (c["score"] - c["ci"], c["score"] + c["ci"])
+    high = max(  # the top of the highest interval
+        c["score"] + c["ci"]
         for b in names
         for c in (s["chrf"] for s in buckets[b]["systems"].values())
-    ]
-    high = max(hi for _, hi in ends)
+    )
     ax.set_ylim(0, 1.2 * high)  # from 0, so that the gaps read at their size; room for the gains
     ax.tick_params(labelsize=sizes.tick)
     ax.set_xlabel("English length (words)", fontsize=sizes.label)
