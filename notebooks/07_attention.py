@@ -61,7 +61,7 @@ torch.set_num_threads(1)  # small, latency-bound work: one thread is fastest on 
 # If asked:
 # - The code on the slides is the library's (the backup shows its source): what you see is what runs.
 # - Training times are on the model cards: dates 10 s to 2 min, digit reversal 1 to 19 min, translation at most 10 min each, one torch thread.
-# Timing: the Transformer slide by minute 30, multi-head by 45, Table 2 by 63 (65 planned, 25 left for questions). Running late: say Fig. 2's right panel in one sentence and skip the by-hand fragment (about 4 minutes).
+# Timing: the Transformer slide by minute 25, multi-head by 44, Table 2 by 57 (61.5 planned, about 28 left for questions). Running late: say Fig. 2's right panel in one sentence and skip the by-hand fragment (about 4 minutes).
 # Minutes: 1.5
 
 # %% [markdown] slideshow={"slide_type": "slide"}
@@ -89,8 +89,8 @@ torch.set_num_threads(1)  # small, latency-bound work: one thread is fastest on 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### The bottleneck, live
 #
-# Reverse digit strings: the fixed-vector design (Cho et al.'s: the vector enters every decoder
-# step) against RNNSearch (attention, next slides), both trained 1000 steps on lengths 5 to 60:
+# Reverse a string of digits: one fixed vector (`rnnenc`) against attention (`rnnsearch`, next
+# slides), both trained the same 1000 steps on lengths 5 to 60:
 
 # %% jupyter={"source_hidden": true}
 lecture.reverse_demo(["rnnenc-reverse", "rnnsearch-reverse"], lengths=[6, 25, 40])
@@ -99,9 +99,12 @@ lecture.reverse_demo(["rnnenc-reverse", "rnnsearch-reverse"], lengths=[6, 25, 40
 # Say:
 # - Same 1,000 training steps: the fixed-vector model copes with short strings and fails on long ones; the attention model reads the digits back when it needs them.
 # - Packing every digit into one vector, and out again, is hard to learn.
+
+# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # If asked:
 # - Not simply out of room: 128 floats could hold 40 digits (133 bits); the fixed vector makes the task hard to learn, not impossible.
-# - Each row: one string; in brackets, the exact-match rate over 200 test strings of its length range.
+# - Under each right answer, each model's output, wrong digits in red; the last column: its exact-match rate over 200 test strings of that length range, so one draw is not the whole story.
+# - The fixed-vector model is Cho et al.'s design: the vector enters every decoder step.
 # - Fair? Its GRUs are twice as wide: at 1.6 times RNNSearch's training FLOPs it still fails (backup: compute, measured).
 # Minutes: 3
 
@@ -141,9 +144,8 @@ print(f"alpha = {a}: soft {soft.item():.1f}, hard {hard.item():.0f}")
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Attention in RNN seq2seq ([Bahdanau et al., 2015](https://arxiv.org/pdf/1409.0473.pdf))
 #
-# Step $t$ scores every $h_i$ with the query $s_{t-1}$: $\mathrm{score}(s_{t-1},h_i) = v^\top \tanh(W s_{t-1} + U h_i)$
-# (additive: ours), or bilinear $s_{t-1}^\top W_a h_i$ (Luong et al.'s "general" form; they score
-# the current state, $h_t^\top W_a \bar{h}_s$).
+# Step $t$ scores every $h_i$ with the query $s_{t-1}$: additive, $v^\top \tanh(W s_{t-1} + U h_i)$ (ours),<br>
+# or bilinear, $s_{t-1}^\top W_a h_i$: Luong et al.'s "general" score, which they give the current state.
 #
 # <img src="../pics/seq2seq_attention.png" width="84%">
 
@@ -178,46 +180,44 @@ widgets.DecodeStepper()  # the shipped rnnsearch-dates; more models in the model
 # Minutes: 3
 
 # %% [markdown] slideshow={"slide_type": "slide"}
-# ## Real language: our Fig. 3, a soft reordering
+# ## Real language: our Fig. 3, words reordered
 #
-# `rnnsearch-en-fr` on a string of the test split:
+# A string of the test split, translated right by two of our models:
 
 # %% jupyter={"source_hidden": true}
 language = load_results()  # measured once over the test split, with the models below
-rnnsearch_fr = attnlab.load("rnnsearch-en-fr")
-lecture.held_out_example(rnnsearch_fr, language["word_order"], lines=True)
+rnnsearch_fr, transformer_fr = attnlab.load("rnnsearch-en-fr"), attnlab.load("transformer-en-fr")
+lecture.word_order_models([rnnsearch_fr, transformer_fr], language["word_order"])
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# "disponibles" splits its weight: "available" 0.48, "images" 0.42.
+# Both swap "available images"; the Transformer sharply (0.89), our RNN blurred (0.48, 0.42).
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Say:
-# - Each row: one French output piece, its weights over the English pieces.
-# - Writing "images" it looks at "images"; writing "disponibles" it splits its weight, 0.48 on "available" and 0.42 on "images": the peaks swap order, a soft reordering, not Fig. 3's clean one.
-# - "les" has no English word: French needs the article; its weight spreads over "fetch" and "images".
+# - Each row: one French word, its weights over the English words. Left: this part's RNNSearch; right: our Transformer (next part), the mean of its last layer's heads.
+# - Right: writing "images" it looks at "images" (0.99), then "disponibles" at "available" (0.89): the rows cross, as in Bahdanau's Fig. 3.
+# - "les" has no English word: French needs the article, and it looks at its noun, "images" (0.52). Left, the same swap blurred: bi-GRU states carry their neighbours.
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # If asked:
-# - Chosen by a rule, not by hand: test-split strings of 4-12 words, no placeholders, translated right with crossing alpha; only 2 passed: clean reorderings are rare in this model. The output is the reference, word for word.
-# - Test split: unseen strings of the 60 training packages; held out: two whole applications no model saw (Trac, OpenSlides).
-# - A cleaner reordering, from our Transformer on a held-out string: backup "held-out phrases", "Show previous version in browser" (the mean of the last layer's heads: "version" 0.97 on "version", then "précéd" 0.58 on "previous"). Spread weights here: bi-GRU states carry their neighbours (the "." row: 0.87 on "available images").
-
-# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
-# Minutes: 3
+# - Chosen by a rule, not by hand: test-split strings of 4-12 words, no placeholders, that RNNSearch translates right with crossing alpha; only 2 passed: clean swaps are rare in that model. Both outputs are the reference, word for word.
+# - Test split: unseen strings of the 60 training packages; held out: two whole applications no model saw (backup: held-out phrases).
+# - The RNN's "." row puts 0.43 and 0.45 on "available images": its states, not its words, are what it weighs.
+# Minutes: 2.5
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ### Quality against length: Bahdanau's Fig. 2 on digits, and on real strings
 #
 # <img src="../pics/seq2seq_attention_length.png" width="95%">
 #
-# Right: EN→FR, new applications; chrF (character n-grams, 0-100) cares less about order.<br>
-# Attention ahead by 4-10 at all lengths; a dictionary beats both (RNNs of 6.5-8 min).
+# Right: EN→FR on applications no model saw; chrF: character n-grams, 0-100.<br>
+# Attention ahead by 4-10 chrF at every length; a word-by-word dictionary beats both.
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Say:
 # - Digits, left: as in Fig. 2, but sharper: the fixed vector fails on long inputs; attention degrades gently within its training lengths and collapses beyond them (the -30 model: right on half at 31-40, none beyond).
 # - EN→FR, right: attention ahead by 4.2 chrF on 1-3 words, 8-10 beyond, every gain p < 0.01 (paired bootstrap); the gap does not widen past 4 words, and our strings stop at 15 words: not Fig. 2's long-sentence effect.
-# - The dashed dictionary beats both: these RNNs show attention's effect, not a good translator.
+# - The dashed dictionary beats both: these RNNs (6.5-8 minutes of training each) show attention's effect, not a good translator.
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # If asked:
@@ -226,7 +226,7 @@ lecture.held_out_example(rnnsearch_fr, language["word_order"], lines=True)
 # - The dictionary: IBM Model 1 on the training split, word by word, 49.7-53.0 chrF. chrF is far less sensitive to word order than BLEU, 45% of these strings have 1-3 words, and a dictionary copies names and placeholders. Our Transformer (next part) beats it in domain, 56.3 against 53.3.
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
-# Minutes: 3.5
+# Minutes: 3
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## The Transformer ([Vaswani et al., 2017](https://arxiv.org/abs/1706.03762))
@@ -309,34 +309,35 @@ torch.allclose(attend(x[perm] + pe), attend(x + pe)[perm], atol=1e-6)  # same po
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Self-attention by hand: three tokens
 #
-# $x_1 = (1, 0)$, $x_2 = (0, 1)$, $x_3 = (1, 1)$; by hand: $W^Q = W^K = W^V = I$, so $Q = K = V = X$; $d_k = 2$.
+# $x_1 = (1, 0)$, $x_2 = (0, 1)$, $x_3 = (1, 1)$; $W^Q$ swaps the two features, $W^K = W^V = I$; $d_k = 2$.
 #
-# | query | scores $q_t \cdot k_i / \sqrt{2}$ | weights $\alpha_{t,1..3}$ | output $\sum_i \alpha_{t,i} v_i$ |
-# |---|---|---|---|
-# | $x_1$ | 0.71, 0, 0.71 | 0.40, 0.20, 0.40 | (0.80, 0.60) |
-# | $x_2$ | 0, 0.71, 0.71 | 0.20, 0.40, 0.40 | (0.60, 0.80) |
-# | $x_3$ | 0.71, 0.71, 1.41 | 0.25, 0.25, 0.50 | (0.75, 0.75) |
+# | token | query $q_t = x_t W^Q$ | scores $q_t \cdot k_i / \sqrt{2}$ | weights $\alpha_{t,1..3}$ | output $\sum_i \alpha_{t,i} v_i$ |
+# |---|---|---|---|---|
+# | $x_1$ | (0, 1) | 0, 0.71, 0.71 | 0.20, 0.40, 0.40 | (0.60, 0.80) |
+# | $x_2$ | (1, 0) | 0.71, 0, 0.71 | 0.40, 0.20, 0.40 | (0.80, 0.60) |
+# | $x_3$ | (1, 1) | 0.71, 0.71, 1.41 | 0.25, 0.25, 0.50 | (0.75, 0.75) |
 
 # %%
 X = torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])  # x_1..x_3: (n, d)
-out, alpha = A.scaled_dot_product_attention(X, X, X)  # Q = K = V = X
+W_Q = torch.tensor([[0.0, 1.0], [1.0, 0.0]])  # swaps the two features
+out, alpha = A.scaled_dot_product_attention(X @ W_Q, X, X)  # Q = X W^Q, K = V = X
 alpha.round(decimals=2)  # the table's weights; out is its last column
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# **Why $W^Q \neq W^K$:** with $Q = K$ the scores (not the weights) are symmetric, $q_t \cdot k_i = q_i \cdot k_t$.<br>
-# If $W^Q$ swaps the two features, $x_1$ asks like $x_2$: weights 0.20, 0.40, 0.40.
+# **Why $W^Q \neq W^K$:** with $W^Q = W^K = I$, $x_1$'s weights would be 0.40, 0.20, 0.40.<br>
+# A separate $W^Q$ lets a token look for what it is not: here $x_1$ looks for $x_2$.
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Say:
-# - Row 1 on the board: scores 0.71, 0, 0.71; exp 2.03, 1, 2.03, sum 5.06; weights 0.40, 0.20, 0.40; output 0.40 (1,0) + 0.20 (0,1) + 0.40 (1,1) = (0.80, 0.60).
-# - Each token ends up a mix of the tokens like it; the cell gives the same numbers.
-# - The fragment: with Q = K every score is symmetric, and a token's score with itself is |x|^2, usually among its largest; W^Q swapping the features makes x_1 ask like x_2 (0.20, 0.40, 0.40).
+# - Row 1 on the board: q_1 = x_1 W^Q = (0, 1); scores 0, 0.71, 0.71; exp 1, 2.03, 2.03, sum 5.06; weights 0.20, 0.40, 0.40; output 0.20 (1,0) + 0.40 (0,1) + 0.40 (1,1) = (0.60, 0.80).
+# - Each token ends up a mix of the values whose keys its query matches; the cell gives the same numbers.
+# - The fragment: with W^Q = W^K a token's score with itself, |x W|^2, is usually among its largest, and "a looks for b" forces "b looks for a"; a separate W^Q lets a token look for something unlike itself (a verb for its subject).
 # If asked:
-# - A trained layer only adds learned W^Q, W^K, W^V in front; V's own map decides what a token hands over.
+# - A trained layer learns all three maps; W^V decides what a token hands over.
 # Minutes: 4.5
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# ### Why divide by $\sqrt{d_k}$? Independent $N(0,1)$ entries: $\mathrm{Var}(q^\top k) = d_k$
+# ### Why divide by $\sqrt{d_k}$? Scores spread wider as $d_k$ grows
 
 # %% jupyter={"source_hidden": true}
 widgets.ScaledDotExplorer()
@@ -367,9 +368,8 @@ out = mha.W_o(heads.transpose(0, 1).reshape(5, 8))  # Concat(heads) W^O
 assert torch.allclose(out, mha(x, x, x), atol=1e-6)  # = the library's
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# **One projection, cut into $h$:** $W^Q, W^K, W^V, W^O$ are $d_{model} \times d_{model}$
-# whatever $h$ is; head $i$ attends in its own $d_k = d_{model}/h$ columns: the parameters and
-# FLOPs of one wide head (nearly: $h$ score matrices), with $h$ attention patterns instead of one.
+# **One projection, cut into $h$:** head $i$ attends in its own $d_k = d_{model}/h$ columns:<br>
+# the cost of one wide head, with $h$ attention patterns instead of one.
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # **Why several?** One softmax blends what it finds into *one* average.<br>
@@ -377,13 +377,15 @@ assert torch.allclose(out, mha(x, x, x), atol=1e-6)  # = the library's
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Say:
-# - One projection per role, its columns cut into h groups: each head attends in its own d_k = d_model / h; the cost of one big head.
+# - One projection per role, its columns cut into h groups: W^Q, W^K, W^V, W^O are d_model x d_model whatever h is, and each head attends in its own d_k = d_model / h: the parameters and FLOPs of one big head (nearly: h score matrices).
 # - The heads' outputs side by side again, mixed by W^O; the assert: the library does exactly these steps.
 # - Why several: one softmax can weigh two places, but blends what it finds into one average; h heads keep h averages apart.
+
+# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # If asked:
 # - Measured (backup): dates, 1 head of 64 against 4 of 16, same parameters, 3 seeds: both reach 99.9%; dates need few relations.
 # - On translation one head was 0.9 BLEU below the best setting, and 32 heads worse too (Vaswani et al., Table 3 A); many heads can be pruned after training (Michel et al.; Voita et al., 2019).
-# Minutes: 5
+# Minutes: 4
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ### The Transformer at a glance (as we use it: pre-LN)
@@ -397,11 +399,11 @@ assert torch.allclose(out, mha(x, x, x), atol=1e-6)  # = the library's
 # Say:
 # - Three attentions: self-attention in the encoder, masked self-attention in the decoder, cross-attention from the decoder to the encoder's output.
 # - Attention mixes the tokens; the feed-forward MLP works on each alone.
-# - Ours normalises before each sub-layer (pre-LN); the paper after the residual sum (post-LN).
+# - One sentence on the title: ours normalises before each sub-layer (pre-LN), the paper after the residual sum (post-LN).
 # If asked:
 # - Why pre-LN: its gradients are well behaved at initialisation, so it trains stably with little warm-up (Xiong et al., ICML 2020); ours still warm up 100-200 steps.
 # - Embeddings: the translation models tie them and scale by sqrt(d_model) as the paper does; transformer-dates does neither (backup: encoder block).
-# Minutes: 4
+# Minutes: 3
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Teacher forcing, and a mistake it cannot undo
@@ -415,9 +417,9 @@ transformer = attnlab.load("transformer-dates")
 lecture.teacher_forcing(transformer, "3 May 1979", "1979-05-03", mistake=[(6, "1"), (6, "2")])
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# **Forced "1"**: it goes on "0", October: decoding commits to its outputs. **Forced "2"**, a
-# prefix no training target has: it breaks (1979-2-030). Trained on true prefixes only, it never
-# met its own mistakes (*exposure bias*; Bengio et al., 2015; Ranzato et al., 2016).
+# **Forced "1"**: it goes on "0", October: decoding commits to what it wrote.<br>
+# **Forced "2"**, a prefix no date has: it breaks (1979-2-030).<br>
+# What a wrong prefix does: the mechanism behind *exposure bias* (Bengio et al., 2015).
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Say:
@@ -428,8 +430,8 @@ lecture.teacher_forcing(transformer, "3 May 1979", "1979-05-03", mistake=[(6, "1
 # - The passes are counted (a hook on the output layer), not assumed. An RNN is sequential in both; the RNN decoder of the Bahdanau slide is trained the same way.
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
-# - Scheduled sampling feeds the model its own predictions during training; sequence-level training scores whole outputs; beam search (backup) searches at test time.
-# Minutes: 3.5
+# - Scheduled sampling feeds the model its own predictions during training (Bengio et al., 2015); sequence-level training scores whole outputs (Ranzato et al., 2016); beam search (backup) searches at test time.
+# Minutes: 3
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Masked (causal) attention: edit me
@@ -485,8 +487,8 @@ lecture.causal_demo(mask)
 # * **The price of a long context**: $n^2$ scores per head and layer, and a KV cache that grows
 #   with $n$ when generating. LLaMA ([Touvron et al., 2023](https://arxiv.org/abs/2302.13971)) keeps
 #   $\mathrm{softmax}(QK^\top/\sqrt{d_k})\,V$; norms and positions change (RMSNorm, rotary).
-# * **What attention is not, by itself**: an explanation. $\alpha$ weighs states, not words: in our
-#   RNN, hiding $\alpha$'s favourite piece hurts most at only 34% of steps (a random pick: 13.7%).
+# * **What attention is not, by itself**: an explanation. In our RNN, $\alpha$'s top piece is the
+#   one whose removal hurts most at only 34% of steps (a random piece: 14%).
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Say:
@@ -593,7 +595,7 @@ lecture.causal_demo(mask)
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Backup: held-out phrases, five chosen, eight drawn at random (the menu)
 #
-# The reference's words, spacing aside: 149 of 1,430 held-out strings (10.4%, greedy).
+# The reference's words, spacing aside: 149 of 1,430 held-out strings (10.4%, greedy, no word thrice).
 
 # %% jupyter={"source_hidden": true}
 transformer_fr = attnlab.load("transformer-en-fr")
@@ -611,7 +613,7 @@ widgets.PhraseGallery("transformer-en-fr", held_out)  # translated once, when th
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # - The draw: random.Random(0) among the held-out strings of 2-6 words without placeholders, none in the training split nor one word from a string there, and none of the five chosen (lecture.drawn_phrases); each menu entry says ✓ or gives the reference.
 # - Cross-attention of the last decoder layer, mean of its 4 heads; rows: the output pieces.
-# - ✗ means "not the reference's words", not "bad French": "Afficher les modifications de propriété" is fine and marked ✗.
+# - ✗ means "not the reference's words", not "bad French", and the references are noisy ("les motions seront importer." should read "importées"): "Afficher les modifications de propriété" is fine and marked ✗.
 # - The chosen failure: "Can support motions" gives "Peut supporttions de support".
 # - Repeats: the search refuses a word start a third time, not a stutter inside a word (German can write "Mechechech...").
 
@@ -1230,7 +1232,7 @@ lecture.subword_table(transformer_fr)
 # words that do not exist ("Divre", "moitions").
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# ### Backup: German compounds and rare words
+# ### Backup: a German compound, in pieces
 #
 # `transformer-en-de` writes a German compound in subword pieces:
 

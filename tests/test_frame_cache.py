@@ -48,8 +48,9 @@ def deck_pictures() -> list[bytes]:
         lecture.causal_demo(),
         lecture.three_attentions(transformer, "3 May 1979"),
         lecture.alignment_failure(attnlab.load("rnnsearch-reverse-30"), length=45, seed=0),
-        lecture.held_out_example(
-            attnlab.load("rnnsearch-en-fr"), language["word_order"], lines=True
+        lecture.word_order_models(
+            [attnlab.load("rnnsearch-en-fr"), attnlab.load("transformer-en-fr")],
+            language["word_order"],
         ),
         lecture.alpha_and_occlusion(
             language["alpha_vs_occlusion"]["example"],

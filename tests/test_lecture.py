@@ -19,6 +19,7 @@ from attnlab.experiments.length import load_results as load_length_results
 from attnlab.lecture import measurements, reversal
 from attnlab.pictures import typography
 from attnlab.text.corpus import split_of
+from attnlab.text.vocab import tokenize
 from attnlab.training.checkpoints import CHECKPOINT_DIR
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -97,30 +98,45 @@ def test_reverse_demo_marks_right_and_wrong_answers():
     table = lecture.reverse_demo(["rnnsearch-reverse", "rnnenc-reverse"], [6, 40], seed=0)
     model = attnlab.load("rnnenc-reverse")
     rates = load_length_results()["models"]["rnnenc-reverse"]["exact_match"]
-    for row, (rate, bin_) in zip(
-        table.rows, [(rates[0], "5-10"), (rates[3], "31-40")], strict=True
+    assert [r[0] for r in table.rows] == ["6", "", "", "40", "", ""]
+    for block, (rate, bin_) in zip(
+        (table.rows[0:3], table.rows[3:6]), [(rates[0], "5-10"), (rates[3], "31-40")], strict=True
     ):
-        digits = row[1]
-        assert len(digits) == int(row[0])
-        got = model.translate(digits)
-        said = f"({rate:.0%} at {bin_})"  # the length experiment's rate beside the one draw
-        if got == digits[::-1]:
-            assert row[3] == f"✓ right {said}"
-        else:
-            assert row[3].startswith(f"✗ {said} ") and row[3].endswith(got)
+        answer, _, rnnenc = block
+        assert answer[1] == "right answer" and len(answer[2]) == int(answer[0])
+        got = model.translate(answer[2][::-1])  # the input is the answer reversed
+        assert rnnenc[1] == "rnnenc-reverse" and rnnenc[3] == f"{rate:.0%} ({bin_})"
+        if got == answer[2]:
+            assert rnnenc[2] == "✓ right"
+        else:  # the output itself, its wrong digits marked red in the HTML
+            assert str(rnnenc[2]).startswith(got)
+            assert rnnenc[2].wrong == reversal._wrong_positions(got, answer[2]) != frozenset()
+    assert "<span" in table._repr_html_()  # the 40-digit string is wrong somewhere
 
 
 def test_reverse_demo_says_nothing_of_a_model_the_length_experiment_lacks():
     results = {"bins": [[5, 10]], "models": {}, "config": {}}
     table = lecture.reverse_demo(["rnnenc-reverse"], [6], seed=0, results=results)
-    assert "%" not in table.rows[0][2]
+    assert "%" not in table.rows[1][3]
 
 
-def test_mark_wrong_counts_wrong_digits_or_says_the_length_is_wrong():
-    assert reversal._mark_wrong("1249", "1234") == "2/4 digits wrong: 1249"
-    assert reversal._mark_wrong("12", "1234") == "2 digits for 4, wrong from digit 3: 12"
-    # one digit too many, inserted early: every later position is off, the count would say 4/5
-    assert reversal._mark_wrong("129345", "12345") == "6 digits for 5, wrong from digit 3: 129345"
+def test_wrong_positions_marks_each_wrong_digit_or_all_after_a_shift():
+    assert reversal._wrong_positions("1249", "1234") == {2, 3}
+    assert reversal._wrong_positions("12", "1234") == frozenset()  # nothing of it is wrong
+    # one digit too many, inserted early: every later position is off
+    assert reversal._wrong_positions("129345", "12345") == {2, 3, 4, 5}
+
+
+def test_a_short_answer_shows_a_marked_dash_for_each_missing_digit():
+    cell = reversal._marked("12", "1234")
+    assert str(cell) == "12––" and cell.wrong == {2, 3}
+
+
+def test_a_marked_cell_shows_its_wrong_characters_in_red_and_escapes_the_rest():
+    cell = lecture.Marked("<12>", frozenset({1}))
+    table = lecture.Table(["x"], [[cell]])
+    assert "&lt;" in table._repr_html_() and "<12>" not in table._repr_html_()
+    assert ">1</span>" in cell.html() and "c00000" in cell.html() and str(cell) == "<12>"
 
 
 # ----------------------------------------------------------------------------- pictures
@@ -505,20 +521,28 @@ def test_held_out_example_decodes_the_stored_test_string_again(language):
     assert _smallest_px(picture) >= typography.MIN_TEXT_PX
 
 
-def test_held_out_example_draws_a_line_for_each_weight_above_the_threshold(language):
-    model = attnlab.load("rnnsearch-en-fr")
-    picture = lecture.held_out_example(model, language["word_order"], lines=True)
-    heat, side = picture.fig.axes[0], picture.fig.axes[1]
-    alpha = picture.data["alpha"]
-    assert len(side.lines) == int((alpha >= 0.2).sum()) > 0
-    widths = sorted(line.get_linewidth() for line in side.lines)
-    np.testing.assert_allclose(widths, sorted(1 + 9 * alpha[alpha >= 0.2]), rtol=1e-6)
-    words = [t.get_text() for t in side.texts]
-    assert "disponibles" in words and "available" in words
-    assert heat.get_title().startswith("test split")
+def test_word_order_models_draws_each_models_last_layer_mean_of_heads(language):
+    models = [attnlab.load("rnnsearch-en-fr"), attnlab.load("transformer-en-fr")]
+    example = language["word_order"]
+    picture = lecture.word_order_models(models, example)
+    for model, alpha, right, ax in zip(
+        models, picture.data["alpha"], picture.data["right"], picture.fig.axes, strict=False
+    ):
+        d = decode(model, example["source"])
+        np.testing.assert_allclose(alpha, d.alpha[-1].mean(axis=0))  # (T, n)
+        assert right == (tokenize(d.text) == tokenize(example["reference"]))
+        assert ax.get_title() == f"{model.card['name']}: output {'=' if right else '≠'} reference"
     assert _smallest_px(picture) >= typography.MIN_TEXT_PX
-    plain = lecture.held_out_example(model, language["word_order"]).fig.axes
-    assert not any(ax.lines for ax in plain)
+    assert picture.fig.get_size_inches()[0] * picture.fig.dpi <= 1140  # clear of the arrows
+
+
+def test_word_order_models_refuses_no_models_three_or_a_model_that_does_not_translate(language):
+    model = attnlab.load("rnnsearch-en-fr")
+    for models in ([], [model] * 3):
+        with pytest.raises(ValueError, match="one or two models"):
+            lecture.word_order_models(models, language["word_order"])
+    with pytest.raises(ValueError, match="translation model"):
+        lecture.word_order_models([attnlab.load("rnnsearch-dates")], language["word_order"])
 
 
 def test_held_out_example_can_show_one_head(language):

@@ -15,6 +15,7 @@ from attnlab.lecture.display import (
     CELL_PX,
     MAX_WIDTH_PX,
     OUTPUT_AREA_PX,
+    Marked,
     Message,
     Picture,
     Source,
@@ -29,6 +30,7 @@ from attnlab.lecture.language_pictures import (
     held_out_example,
     self_attention_heads,
     subword_table,
+    word_order_models,
 )
 from attnlab.lecture.measurements import (
     MEASUREMENTS_FILE,
@@ -69,6 +71,7 @@ __all__ = [
     "MAX_WIDTH_PX",
     "OUTPUT_AREA_PX",
     "MEASUREMENTS_FILE",
+    "Marked",
     "Message",
     "Picture",
     "Source",
@@ -93,6 +96,7 @@ __all__ = [
     "heads_compared",
     "heads_measured",
     "held_out_example",
+    "word_order_models",
     "language_table",
     "vaswani_table",
     "measure",

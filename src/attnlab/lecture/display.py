@@ -22,6 +22,7 @@ from attnlab.pictures import canvas, frame_cache
 
 __all__ = [
     "Table",
+    "Marked",
     "Source",
     "Picture",
     "Message",
@@ -40,6 +41,29 @@ MAX_WIDTH_PX = 960
 OUTPUT_AREA_PX = 1205
 #: The smallest cell of a heatmap of words (px on the slide).
 CELL_PX = 44
+
+
+@dataclass(frozen=True)
+class Marked:
+    """A table cell whose characters at the 0-based positions ``wrong`` show in red, bold and
+    underlined (not by colour alone): a wrong answer read against the right one above it."""
+
+    text: str
+    wrong: frozenset[int] = frozenset()
+
+    def html(self) -> str:
+        mark = '<span style="color: #c00000; font-weight: bold; text-decoration: underline">'
+        return "".join(
+            f"{mark}{html.escape(c)}</span>" if i in self.wrong else html.escape(c)
+            for i, c in enumerate(self.text)
+        )
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def _cell_html(cell) -> str:
+    return cell.html() if isinstance(cell, Marked) else html.escape(str(cell))
 
 
 @dataclass
@@ -63,7 +87,7 @@ class Table:
             cols = "<colgroup>" + "".join(f'<col style="width: {w:.1f}%">' for w in widths)
             cols += "</colgroup>"
         body = "".join(
-            "<tr>" + "".join(f"{td}{html.escape(str(c))}</td>" for c in row) + "</tr>"
+            "<tr>" + "".join(f"{td}{_cell_html(c)}</td>" for c in row) + "</tr>"
             for row in self.rows
         )
         cap = f"<caption>{html.escape(self.caption)}</caption>" if self.caption else ""

@@ -8,7 +8,7 @@ import random
 import numpy as np
 
 from attnlab.decode import decode
-from attnlab.lecture.display import CELL_PX, MAX_WIDTH_PX, OUTPUT_AREA_PX, Picture, Table
+from attnlab.lecture.display import CELL_PX, MAX_WIDTH_PX, Picture, Table
 from attnlab.pictures import canvas, heatmaps
 from attnlab.pictures.typography import CHAR_WIDTH, TYPE
 from attnlab.text import seen
@@ -22,6 +22,7 @@ __all__ = [
     "held_out_example",
     "alpha_and_occlusion",
     "subword_table",
+    "word_order_models",
 ]
 
 #: The live demo's prepared English->French phrases (:class:`attnlab.widgets.PhraseGallery`):
@@ -77,15 +78,13 @@ def drawn_phrases(
 
 
 def _sized_heatmaps(
-    x_labels, y_labels, panels: int = 1, max_height: float = 520, title="", side_px: float = 0,
-    cell_px: float = CELL_PX, max_width: float = MAX_WIDTH_PX,
+    x_labels, y_labels, panels: int = 1, max_height: float = 520, title="", cell_px: float = CELL_PX, max_width: float = MAX_WIDTH_PX,
 ):  # fmt: skip
     """A slide figure with ``panels`` heatmaps side by side, each big enough for every label.
 
     Cells at least ``cell_px`` square (and as much as ``heatmaps.heatmap_room`` asks), plus
     room for the longest labels (x labels turned upright), the titles and one colorbar, in at
-    most ``max_width`` px.  ``side_px`` > 0 adds one more axes that wide on the right (the
-    figure may then be as wide as the slide's output area): the last of the returned axes.
+    most ``max_width`` px.
     """
     room_w, room_h = heatmaps.heatmap_room(x_labels, y_labels)  # px at the shown size
     label_px = CHAR_WIDTH * TYPE.tick  # about one character of a tick label
@@ -97,42 +96,8 @@ def _sized_heatmaps(
     width = panels * cols_px + y_room + 90 + 30 * (panels - 1)
     width = min(max_width, max(width, title_px + y_room + 90))
     height = min(max_height, rows_px + x_room + 2.5 * TYPE.title)
-    if not side_px:
-        fig, sizes = canvas.slide_figure(width, height)
-        return fig, sizes, fig.subplots(1, panels, squeeze=False)[0]
-    total = min(OUTPUT_AREA_PX, width + side_px)
-    fig, sizes = canvas.slide_figure(total, height)
-    ratios = [width / panels] * panels + [total - width]
-    return fig, sizes, fig.subplots(1, panels + 1, squeeze=False, width_ratios=ratios)[0]
-
-
-def _alignment_lines(ax, alpha, x_labels, y_labels, sizes, least: float = 0.2) -> None:
-    """Bahdanau's alignment the way a textbook draws it: the source words in a column on the
-    left, the output words on the right, a line for each weight alpha_{t,i} >= ``least``, as
-    thick as the weight: where the order changes, the lines cross."""
-    n, T = len(x_labels), len(y_labels)
-    top = max(n, T) - 1
-
-    def place(k: int, count: int) -> float:  # rows from the top, centred on the longer column
-        return top - k - (top - (count - 1)) / 2
-
-    for t in range(T):
-        for i in range(n):
-            if alpha[t, i] >= least:
-                ax.plot(
-                    [0, 1], [place(i, n), place(t, T)], color="#0b5394", alpha=0.35 + 0.65 * alpha[t, i],
-                    lw=1 + 9 * alpha[t, i], solid_capstyle="round",
-                )  # fmt: skip
-    for i, word in enumerate(x_labels):
-        ax.text(-0.04, place(i, n), word, ha="right", va="center", fontsize=sizes.tick)
-    for t, word in enumerate(y_labels):
-        ax.text(1.04, place(t, T), word, ha="left", va="center", fontsize=sizes.tick)
-    ax.set_xlim(-0.02, 1.02)
-    ax.set_ylim(-0.6, top + 0.6)
-    ax.set_title(
-        rf"a line per $\alpha_{{t,i}} \geq {least:g}$, as thick as it", fontsize=sizes.title
-    )
-    ax.axis("off")
+    fig, sizes = canvas.slide_figure(width, height)
+    return fig, sizes, fig.subplots(1, panels, squeeze=False)[0]
 
 
 def self_attention_heads(
@@ -167,16 +132,13 @@ def self_attention_heads(
                    code=(__name__,))  # fmt: skip
 
 
-def held_out_example(
-    model, example: dict, what: str = "", layer: int | None = None, head=None, lines=False
-):
+def held_out_example(model, example: dict, what: str = "", layer: int | None = None, head=None):
     """A stored test-split example (:mod:`attnlab.experiments.language`), decoded live again.
 
     The picture is ``model``'s alpha on the example's English (the cross-attention of
     ``layer``, mean over the heads or ``head``); its title names the test split (the held-out
     packages are another split) and says whether the live output equals the reference, word
-    for word (``what`` goes in front).  ``lines``: the same weights beside it as alignment
-    lines between the two columns of words (:func:`_alignment_lines`).
+    for word (``what`` goes in front).
     """
     result = decode(model, example["source"])
     right = tokenize(result.text) == tokenize(example["reference"])
@@ -188,19 +150,13 @@ def held_out_example(
     alpha = alpha.mean(axis=0) if head is None else alpha[head]  # (T, n)
     x, y = result.source_tokens, result.output_tokens
 
-    x_shown, y_shown = heatmaps.tick_labels(x), heatmaps.tick_labels(y)
-    longest = CHAR_WIDTH * TYPE.tick * max(map(len, x_shown + y_shown))
-    side = 2 * longest + 260 if lines else 0  # two columns of words and the lines between
-
     def draw():
         # at most 430 px high: the slide keeps a line of text below it
-        fig, sizes, axes = _sized_heatmaps(x, y, max_height=430, title=title, side_px=side)
+        fig, sizes, axes = _sized_heatmaps(x, y, max_height=430, title=title)
         heatmaps.still_heatmap(
             axes[0], alpha, x, y, title=title, xlabel="English (source i)", ylabel="output t",
             sizes=sizes,
         )  # fmt: skip
-        if lines:
-            _alignment_lines(axes[1], alpha, x_shown, y_shown, sizes)
         return fig
 
     summary = (
@@ -208,7 +164,51 @@ def held_out_example(
         f"{example['reference']!r} ({'the same words' if right else 'different'})"
     )
     return Picture(draw, summary, {"alpha": alpha, "output": result.text, "right": right},
-                   name="held_out_example", inputs=[alpha, list(x), list(y), title, lines],
+                   name="held_out_example", inputs=[alpha, list(x), list(y), title],
+                   code=(__name__,))  # fmt: skip
+
+
+def word_order_models(models, example: dict) -> Picture:
+    """Bahdanau's Fig. 3 on one stored test-split string, one heatmap per model side by side:
+    each model's cross-attention of its last layer (the mean over its heads) while it
+    translates ``example["source"]`` live, so the same reordering can be compared as sharp as
+    each model draws it.  Each panel's title names the model and says whether its output
+    equals the reference, word for word."""
+    if not 1 <= len(models) <= 2:
+        raise ValueError(f"word_order_models draws one or two models; got {len(models)}")
+    panels = []
+    for model in models:
+        _target_language(model, "word_order_models")
+        result = decode(model, example["source"])
+        right = tokenize(result.text) == tokenize(example["reference"])
+        alpha = result.alpha[-1].mean(axis=0)  # last layer, mean of heads: (T, n)
+        title = f"{model.card['name']}: output {'=' if right else '≠'} reference"
+        panels.append((title, alpha, result.source_tokens, result.output_tokens, right))
+    x, y = panels[0][2], panels[0][3]
+    same_labels = all(p[2] == x and p[3] == y for p in panels)
+
+    def draw():
+        longest_title = max((p[0] for p in panels), key=len)
+        # cells as large as the occlusion figure's, to be read from the back, and clear of
+        # the navigation arrows at the slide's bottom right (x > 1170 px)
+        fig, sizes, axes = _sized_heatmaps(
+            x, y, panels=len(panels), max_height=450, title=longest_title, cell_px=54,
+            max_width=1140,
+        )  # fmt: skip
+        for k, (ax, (title, alpha, src, out, _)) in enumerate(zip(axes, panels, strict=True)):
+            heatmaps.still_heatmap(
+                ax, alpha, src, out, title=title, colorbar=k == len(panels) - 1,
+                xlabel="English (source i)", ylabel="output t" if k == 0 else "", sizes=sizes,
+            )  # fmt: skip
+            if k and same_labels:
+                ax.tick_params(labelleft=False)  # one column of output words, on the left
+        return fig
+
+    summary = "; ".join(f"{t}: {tokenize(example['source'])} -> {o}" for t, _, _, o, _ in panels)
+    data = {"alpha": [p[1] for p in panels], "right": [p[4] for p in panels]}
+    return Picture(draw, f"test split: {summary}", data, name="word_order_models",
+                   inputs=[[p[1] for p in panels], [list(p[2]) + list(p[3]) for p in panels],
+                           [p[0] for p in panels]],
                    code=(__name__,))  # fmt: skip
 
 

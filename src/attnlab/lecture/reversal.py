@@ -8,7 +8,7 @@ import numpy as np
 
 from attnlab.decode import decode
 from attnlab.experiments import length as length_experiment
-from attnlab.lecture.display import Picture, Table
+from attnlab.lecture.display import Marked, Picture, Table
 from attnlab.pictures import canvas, heatmaps
 from attnlab.training.checkpoints import load
 
@@ -18,13 +18,13 @@ __all__ = ["reverse_demo", "alignment_failure"]
 def reverse_demo(
     names: Sequence[str], lengths: Sequence[int], seed: int = 0, results: dict | None = None
 ) -> Table:
-    """Reverse random digit strings of the given lengths with each model; mark each answer.
+    """Reverse a random digit string of each length with each model, under the right answer.
 
-    A right answer shows as a tick; a wrong one shows how many digits it got wrong, then the
-    model's output, so the failure is visible without comparing long strings by eye.  Beside
-    each answer, in brackets, the model's exact match at that length in the length experiment
-    (``results``, default :func:`attnlab.experiments.length.load_results`: Fig. 2's test
-    strings), so that one lucky or unlucky draw is read against the rate.
+    For each length: a row with the right answer (the string reversed), then a row per model:
+    "✓ right", or its output with the wrong digits in red (:func:`_wrong_positions`).  Beside
+    each output, the model's exact match at that length in the length experiment (``results``,
+    default :func:`attnlab.experiments.length.load_results`: Fig. 2's test strings), so that one
+    lucky or unlucky draw is read against the rate.
     """
     results = results or length_experiment.load_results()
     rng = np.random.default_rng(seed)
@@ -33,42 +33,47 @@ def reverse_demo(
     for length in lengths:
         digits = "".join(rng.choice(list("0123456789"), size=length))
         expected = digits[::-1]
-        row = [str(length), digits]
+        rows.append([str(length), "right answer", expected, ""])
         for name, model in zip(names, models, strict=True):
             try:
                 got = model.translate(digits)
             except ValueError as err:  # e.g. longer than the model supports
                 got = f"({err})"
-            said = ["✓ right"] if got == expected else ["✗", _mark_wrong(got, expected)]
-            said.insert(1, _rate(results, name, length))  # the rate after the mark
-            row.append(" ".join(part for part in said if part))
-        rows.append(row)
+            shown = "✓ right" if got == expected else _marked(got, expected)
+            rows.append(["", name, shown, _rate(results, name, length)])
     per_bin = results.get("config", {}).get("per_bin")
     strings = f"{per_bin} test strings" if per_bin else "the test strings"
-    caption = f"Reverse a digit string (in brackets: exact match on {strings} of that length range)"
-    return Table(["length", "input", *names], rows, caption, first_width=10)
+    caption = f"Reverse a random digit string (exact match: on {strings} of that length range)"
+    header = ["digits", "", "output (wrong digits in red)", "exact match"]
+    return Table(header, rows, caption, first_width=9)
 
 
 def _rate(results: dict, name: str, length: int) -> str:
-    """ "(8% at 11-20)": the exact match of ``name`` in the length bin holding ``length``, or ""
+    """ "8% (11-20)": the exact match of ``name`` in the length bin holding ``length``, or ""
     when the experiment has no such model or bin."""
     for (lo, hi), rate in zip(
         results["bins"], results["models"].get(name, {}).get("exact_match", []), strict=False
     ):
         if lo <= length <= hi:
-            return f"({rate:.0%} at {lo}-{hi})"
+            return f"{rate:.0%} ({lo}-{hi})"
     return ""
 
 
-def _mark_wrong(got: str, expected: str) -> str:
-    """What is wrong with ``got``, then ``got`` itself: of the right length, how many digits
-    are wrong; of another length (a count of wrong positions would mean little), its length
-    and the first wrong digit."""
-    if len(got) != len(expected):
-        first = _first_wrong(got, expected) + 1
-        return f"{len(got)} digits for {len(expected)}, wrong from digit {first}: {got}"
-    wrong = sum(g != c for g, c in zip(got, expected, strict=True))
-    return f"{wrong}/{len(expected)} digits wrong: {got}"
+def _marked(got: str, expected: str) -> Marked:
+    """``got`` with its wrong digits marked; a dash, marked, for each digit it is short of."""
+    missing = max(len(expected) - len(got), 0)
+    shown = got + "–" * missing
+    return Marked(shown, _wrong_positions(got, expected) | set(range(len(got), len(shown))))
+
+
+def _wrong_positions(got: str, expected: str) -> frozenset[int]:
+    """The 0-based positions of ``got`` to mark wrong: of the right length, each digit that
+    differs; of another length (one digit dropped or added shifts every later one), every
+    digit from the first wrong one on."""
+    if len(got) == len(expected):
+        return frozenset(t for t, (g, c) in enumerate(zip(got, expected, strict=True)) if g != c)
+    first = _first_wrong(got, expected)
+    return frozenset(range(first, len(got)))
 
 
 def _first_wrong(got: str, expected: str) -> int | None:
