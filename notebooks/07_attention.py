@@ -373,7 +373,8 @@ assert torch.allclose(out, mha(x, x, x), atol=1e-6)  # = the library's
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # **Why several?** One softmax blends what it finds into *one* average.<br>
-# $h$ heads keep $h$ averages apart; in larger models some specialise (Voita et al., 2019).
+# $h$ heads keep $h$ averages apart. In large translation models some heads specialise<br>
+# (Voita et al., 2019); in our small ones, barely (backup: what the heads do).
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Say:

@@ -324,7 +324,7 @@ def test_a_forced_mistake_is_written_then_decoding_goes_on_from_it(transformer):
 
     table = lecture.teacher_forcing(transformer, "3 May 1979", "1979-05-03", mistake=(3, "-"))
     label, *written = table.rows[-1]
-    assert label == "decoding, y₃ forced to '-'"
+    assert label == "decoding, '-' forced at t = 3"
     assert written[:3] == ["1", "9", "-"]  # its own first two outputs, then the mistake
     vocab = transformer.tgt_vocab
     src = transformer.source_ids(transformer.prepare("3 May 1979"))
@@ -344,7 +344,7 @@ def test_two_forced_mistakes_give_a_row_each(transformer):
         transformer, "3 May 1979", "1979-05-03", mistake=[(6, "1"), (6, "2")]
     )
     october, broken = table.rows[-2], table.rows[-1]
-    assert october[0].endswith("forced to '1'") and broken[0].endswith("forced to '2'")
+    assert october[0] == "decoding, '1' forced at t = 6" and broken[0].startswith("decoding, '2'")
     assert "".join(w for w in october[1:] if w not in ("<eos>", "")).startswith("1979-1")
     assert "".join(w for w in broken[1:] if w not in ("<eos>", "")).startswith("1979-2")
     assert len(table.rows) == 5

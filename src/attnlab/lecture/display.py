@@ -74,6 +74,7 @@ class Table:
     rows: list[list[str]]
     caption: str = ""
     first_width: int | None = None  # % of the width for the first column (row labels)
+    widths: list[float] | None = None  # % of the width for every column (wins over first_width)
 
     def _repr_html_(self) -> str:
         # Inline styles: the offline export does not load the slideshow's rise.css.  Long
@@ -81,9 +82,11 @@ class Table:
         td = '<td style="font-family: monospace; overflow-wrap: anywhere; text-align: left">'
         head = "".join(f'<th style="text-align: left">{html.escape(h)}</th>' for h in self.header)
         cols = ""
-        if self.first_width:
+        widths = self.widths
+        if self.first_width and not widths:
             rest = (100 - self.first_width) / max(len(self.header) - 1, 1)
             widths = [self.first_width] + [rest] * (len(self.header) - 1)
+        if widths:
             cols = "<colgroup>" + "".join(f'<col style="width: {w:.1f}%">' for w in widths)
             cols += "</colgroup>"
         body = "".join(

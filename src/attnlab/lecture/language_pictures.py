@@ -192,7 +192,7 @@ def word_order_models(models, example: dict) -> Picture:
         # cells as large as the occlusion figure's, to be read from the back, and clear of
         # the navigation arrows at the slide's bottom right (x > 1170 px)
         fig, sizes, axes = _sized_heatmaps(
-            x, y, panels=len(panels), max_height=450, title=longest_title, cell_px=54,
+            x, y, panels=len(panels), max_height=420, title=longest_title, cell_px=54,
             max_width=1140,
         )  # fmt: skip
         for k, (ax, (title, alpha, src, out, _)) in enumerate(zip(axes, panels, strict=True)):

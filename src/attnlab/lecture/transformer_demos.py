@@ -226,8 +226,5 @@ def teacher_forcing(model, text: str, target: str, mistake=None):
         written = [vocab.itos[i] for i in after] + ["<eos>"]
         if len(written) > len(inputs):  # longer than the table: cut, and say so
             written = [*written[: len(inputs) - 1], "…"]
-        rows.append([f"decoding, y{str(t).translate(_SUB)} forced to {token!r}", *pad(written)])
+        rows.append([f"decoding, {token!r} forced at t = {t}", *pad(written)])
     return Table(["t", *(str(t) for t in range(1, len(inputs) + 1))], rows, caption, first_width=22)
-
-
-_SUB = str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉")
