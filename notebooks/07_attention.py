@@ -251,7 +251,7 @@ lecture.word_order_models([rnnsearch_fr, transformer_fr], language["word_order"]
 # - Table 1: one sequential step per layer instead of n, and a path of 1 between any two positions instead of n: short paths make long-range dependencies easier to learn.
 # - Fewer sequential steps, not always less work: n^2 d against n d^2, so attention does less work while n < d, usual for sentences (n ~ 50, d ~ 512).
 # If asked:
-# - On a GPU that is what made it fast to train; on one CPU thread too it was faster at every n we timed (backup), and the backup counts the sequential operations in torch's autograd graph.
+# - On a GPU that is what made it fast to train. On our CPU attention was faster too at every n we timed, but there the GRU's Python loop pays per-step overhead: not evidence for the algorithm (backup, with the autograd count of sequential operations).
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # - O(log_k n) is for dilated convolutions, O(n/k) for contiguous ones (backup: pictured). We count n for the RNN (x_1 -> h_1, then n - 1 recurrent steps), as the exercises do.
