@@ -74,7 +74,8 @@ torch.set_num_threads(1)  # small, latency-bound work: one thread is fastest on 
 # <img src="../pics/seq2seq_lite.png" width="90%">
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# **The bottleneck:** the *whole* input, however long, must fit into that one vector.
+# **The bottleneck:** the *whole* input, however long, must pass through that one vector,<br>
+# and the network must learn to pack it there.
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Say:
@@ -167,22 +168,23 @@ print(f"alpha = {a}: soft {soft.item():.1f}, hard {hard.item():.0f}")
 widgets.DecodeStepper()  # the shipped rnnsearch-dates; more models in the model chooser
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# Row 1 writes "1" looking at $h_8$ (the "9"): its forward half has read the "1".
+# Row 1 writes "1" with its weight on $h_8$, one right of the "1": $\alpha$ weighs encoder states,<br>
+# not characters, and its peaks often sit one off.
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Say:
 # - Row t is alpha_{t,1..n}: the weights the decoder gives the source characters while writing output character t. Step once, then press play.
-# - Step 1: y_1 = '1' looks at the state of the '9', whose forward half has already read the '1': alpha weighs states, not characters, so it often sits one character off.
+# - Step 1: y_1 = '1' puts its weight on h_8, the state one right of the '1' (its forward half has read the '1'; so have later ones): alpha weighs states, not characters, so peaks often sit one off.
 # - The year digits attend to the year; other rows spread their weight (read no story off them).
 # If asked:
-# - A date from the room, if time allows: "tuesday december 31 2099" works; "01/02/1903" is read day/month (1903-02-01).
+# - A date from the room, if time allows (trained on 1900-2099): "thursday december 31 2099" works; "01/02/1903" is read day/month (1903-02-01); outside the range ("4 July 1776") it fails.
 # - Reset goes back to step 1.
 # Minutes: 3
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Real language: our Fig. 3, words reordered
 #
-# A string of the test split, translated right by two of our models:
+# A test-split string found by a rule (RNNSearch right, its weights crossing: 2 strings pass):
 
 # %% jupyter={"source_hidden": true}
 language = load_results()  # measured once over the test split, with the models below
@@ -206,7 +208,7 @@ lecture.word_order_models([rnnsearch_fr, transformer_fr], language["word_order"]
 # Minutes: 2.5
 
 # %% [markdown] slideshow={"slide_type": "slide"}
-# ### Quality against length: Bahdanau's Fig. 2 on digits, and on real strings
+# ### Quality against length: Bahdanau's Fig. 2 on digits; attention's gain on real strings
 #
 # <img src="../pics/seq2seq_attention_length.png" width="95%">
 #
@@ -285,7 +287,7 @@ torch.allclose(attend(x[perm] + pe), attend(x + pe)[perm], atol=1e-6)  # same po
 # - Unmasked, it cannot see order: shuffle the tokens and the outputs are shuffled the same way (True).
 # - Add a position vector to each token, and the same check fails (False): order now matters.
 # If asked:
-# - Every score q_t . k_i ignores where t and i sit: without positions "3 May 1979" and "3 May 1997" (the same characters) look alike.
+# - Every score q_t . k_i ignores where t and i sit: without positions "3 May 1979" and "3 May 1997" (the same characters) give an unmasked encoder the same set of outputs, so their translations could not differ.
 # - The sinusoidal encoding, its formula and learned position embeddings (Table 3, row E): backup.
 # Minutes: 4
 
@@ -303,7 +305,7 @@ torch.allclose(attend(x[perm] + pe), attend(x + pe)[perm], atol=1e-6)  # same po
 # - Keys match, values mix: what makes a token easy to find need not be what it should hand over.
 # If asked:
 # - The "Mask (opt.)" box: forbidden positions (the future in the decoder, padding everywhere) get the lowest float before the softmax.
-# - In cross-attention Q comes from the decoder, K and V from the encoder.
+# - In cross-attention Q comes from the decoder, K and V from the encoder. The figure redraws Vaswani et al.'s Fig. 2; our projections (nn.Linear) add a bias, x W^Q + b^Q, which the paper's formula leaves out.
 # Minutes: 3
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
@@ -325,7 +327,7 @@ alpha.round(decimals=2)  # the table's weights; out is its last column
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # **Why $W^Q \neq W^K$:** with $W^Q = W^K = I$, $x_1$'s weights would be 0.40, 0.20, 0.40.<br>
-# A separate $W^Q$ lets a token look for what it is not: here $x_1$ looks for $x_2$.
+# A separate $W^Q$ lets a token look for what it is not: $x_1$'s weight on $x_2$ doubles, 0.20 to 0.40.
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Say:
@@ -355,35 +357,30 @@ widgets.ScaledDotExplorer()
 # ### Multi-head: split, attend, concatenate, $W^O$
 #
 # $\mathrm{MultiHead}(Q,K,V) = \mathrm{Concat}(\mathrm{head}_1, \dots, \mathrm{head}_h)\,W^O$ with
-# $\mathrm{head}_i = \mathrm{Attention}(QW_i^Q, KW_i^K, VW_i^V)$:
+# $\mathrm{head}_i = \mathrm{Attention}(QW_i^Q, KW_i^K, VW_i^V)$. Two heads of our EN→FR encoder:
 
-# %%
-torch.manual_seed(0)
-mha = A.MultiHeadAttention(d_model=8, num_heads=2)  # h = 2, d_k = 4
-x = torch.randn(5, 8)  # 5 tokens: (n, d_model)
-W = (mha.W_q, mha.W_k, mha.W_v)  # head i (from 0): columns 4i .. 4i+3
-Q, K, V = [w(x).view(5, 2, 4).transpose(0, 1) for w in W]  # (h, n, d_k)
-heads, _ = A.scaled_dot_product_attention(Q, K, V)  # all heads at once
-out = mha.W_o(heads.transpose(0, 1).reshape(5, 8))  # Concat(heads) W^O
-assert torch.allclose(out, mha(x, x, x), atol=1e-6)  # = the library's
+# %% jupyter={"source_hidden": true}
+lecture.self_attention_heads(
+    transformer_fr, "Create new cell at the current line", heads=[0, 1], max_height=330
+)
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # **One projection, cut into $h$:** head $i$ attends in its own $d_k = d_{model}/h$ columns:<br>
 # the cost of one wide head, with $h$ attention patterns instead of one.
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# **Why several?** One softmax blends what it finds into *one* average.<br>
-# $h$ heads keep $h$ averages apart. In large translation models some heads specialise<br>
-# (Voita et al., 2019); in our small ones, barely (backup: what the heads do).
+# **Why several?** One softmax blends what it finds into *one* average; $h$ heads keep $h$ apart.<br>
+# Head 1 sends "Create", "new" to "cell"; head 2 parks its weight on `<eos>`.
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Say:
 # - One projection per role, its columns cut into h groups: W^Q, W^K, W^V, W^O are d_model x d_model whatever h is, and each head attends in its own d_k = d_model / h: the parameters and FLOPs of one big head (nearly: h score matrices).
-# - The heads' outputs side by side again, mixed by W^O; the assert: the library does exactly these steps.
-# - Why several: one softmax can weigh two places, but blends what it finds into one average; h heads keep h averages apart.
+# - The picture: two of the four heads of the first encoder layer of our EN->FR Transformer, on a test-split string; each row sums to 1. Ask: what does each head seem to do?
+# - Why several: one softmax can weigh two places, but blends what it finds into one average; h heads keep h averages apart. Head 2's top key is <eos> for 26% of queries over the test split (chance 11%): a head with nothing to do parks its weight (Clark et al. 2019 saw this in BERT).
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # If asked:
+# - Read no job off one picture: over the test split the other heads only lean (13-18% against 7-9% by chance); large translation models grow clearer roles (Voita et al., 2019). The split, concat and W^O in code: backup.
 # - Measured (backup): dates, 1 head of 64 against 4 of 16, same parameters, 3 seeds: both reach 99.9%; dates need few relations.
 # - On translation one head was 0.9 BLEU below the best setting, and 32 heads worse too (Vaswani et al., Table 3 A); many heads can be pruned after training (Michel et al.; Voita et al., 2019).
 # Minutes: 4
@@ -420,7 +417,7 @@ lecture.teacher_forcing(transformer, "3 May 1979", "1979-05-03", mistake=[(6, "1
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # **Forced "1"**: it goes on "0", October: decoding commits to what it wrote.<br>
 # **Forced "2"**, a prefix no date has: it breaks (1979-2-030).<br>
-# What a wrong prefix does: the mechanism behind *exposure bias* (Bengio et al., 2015).
+# What a wrong prefix does: the mechanism behind *exposure bias* (Ranzato et al., 2016).
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Say:
@@ -489,7 +486,7 @@ lecture.causal_demo(mask)
 #   with $n$ when generating. LLaMA ([Touvron et al., 2023](https://arxiv.org/abs/2302.13971)) keeps
 #   $\mathrm{softmax}(QK^\top/\sqrt{d_k})\,V$; norms and positions change (RMSNorm, rotary).
 # * **What attention is not, by itself**: an explanation. In our RNN, $\alpha$'s top piece is the
-#   one whose removal hurts most at only 34% of steps (a random piece: 14%).
+#   one whose hiding (as `<unk>`) hurts most at only 34% of steps (a random piece: 14%).
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Say:
@@ -547,11 +544,11 @@ lecture.causal_demo(mask)
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Backup slides
 #
-# Kept for questions: prepared phrases, four scores trained, one head against four, two heads
-# and one query's row on real words, the sinusoidal positional encoding, the library's code,
-# the equations checked by hand, how the heads split the work, your own score in a trained
-# model, where the alignment breaks, training live, forward times, path lengths explored,
-# $Q$/$K$/$V$ of the trained model, Table 2 and rare words.
+# Kept for questions: prepared phrases, four scores trained, one head against four, one
+# query's row on real words, the sinusoidal positional encoding, the library's code and
+# multi-head in code, the equations checked by hand, how the heads split the work, your own
+# score in a trained model, where the alignment breaks, training live, forward times, path
+# lengths explored, $Q$/$K$/$V$ of the trained model, Table 2 and a German compound.
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Not part of the 90 minutes: open one of these when a question asks for it.
@@ -778,30 +775,6 @@ lecture.heads_compared()  # training by the recipe, cached: about 10 minutes (`a
 # newstest2013), single-head attention is 0.9 BLEU worse than the best setting, and 32 heads are
 # also worse. Trained models use their heads unequally: many can be pruned with little loss
 # (Michel et al. 2019; Voita et al. 2019). Backup: how the trained 4-head model splits its work.
-
-# %% [markdown] slideshow={"slide_type": "subslide"}
-# ### Backup: two heads of the trained model, one string
-
-# %% jupyter={"source_hidden": true}
-lecture.self_attention_heads(
-    transformer_fr, "Create new cell at the current line", heads=[0, 1], max_height=450
-)
-
-# %% [markdown] slideshow={"slide_type": "fragment"}
-# Test split: head 2's largest weight falls on `<eos>` for 26% of queries (chance: 11%).
-
-# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
-# Say:
-# - What does each head seem to do? (Ask the room first.)
-# - Head 2 often gives <eos> its largest weight: perhaps a head with nothing to do parking its weight (a hypothesis: Clark et al. 2019 found such heads in BERT).
-# - Measured over the test split, the other heads only lean (13-18% against 7-9% by chance): reading a job off one picture would overstate it.
-# If asked:
-# - The other heads only lean (13-18% against 7-9% by chance).
-# - Two of the four heads of the first encoder layer of transformer-en-fr on the test-split string "Create new cell at the current line" (four side by side leave no room for 8 labels each): each query row sums to 1. Heads 3 and 4 lean to the previous (14%) and the first token (13%).
-
-# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
-# - That is the honest, measured answer to "what do the heads do" at this size; cleanly "syntactic" heads are reported for far larger models (Clark et al. 2019 on BERT; Voita et al. 2019 on translation encoders).
-# - One role does stand out in the EN->FR Transformer (results/language.json): head 2 of its first encoder layer puts its strongest weight on <eos> 26% of the time (chance 11%), the no-op behaviour Clark et al. found in BERT, whose heads park their weight on [SEP] when they have nothing to do.
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Backup: one query's row, on real words
@@ -1142,6 +1115,26 @@ tuple(Q.shape), tuple(K.shape), tuple(V.shape)
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Three linear maps of the same x (after the layer norm: pre-LN). Recomputing head 1's weights
 # by hand gives exactly the weights the model reports.
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### Backup: multi-head by hand, in code
+#
+# Split, attend, concatenate, $W^O$, checked against the library's `MultiHeadAttention`:
+
+# %%
+torch.manual_seed(0)
+mha = A.MultiHeadAttention(d_model=8, num_heads=2)  # h = 2, d_k = 4
+x = torch.randn(5, 8)  # 5 tokens: (n, d_model)
+W = (mha.W_q, mha.W_k, mha.W_v)  # head i (from 0): columns 4i .. 4i+3
+Q, K, V = [w(x).view(5, 2, 4).transpose(0, 1) for w in W]  # (h, n, d_k)
+heads, _ = A.scaled_dot_product_attention(Q, K, V)  # all heads at once
+out = mha.W_o(heads.transpose(0, 1).reshape(5, 8))  # Concat(heads) W^O
+assert torch.allclose(out, mha(x, x, x), atol=1e-6)  # = the library's
+
+# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
+# One projection per role, its columns cut into h groups (view + transpose); all heads attend
+# at once; the heads' outputs side by side again (transpose + reshape), mixed by W^O. The
+# assert: the library does exactly these steps.
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Backup: the library's multi-head attention
