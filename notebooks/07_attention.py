@@ -168,8 +168,7 @@ print(f"alpha = {a}: soft {soft.item():.1f}, hard {hard.item():.0f}")
 widgets.DecodeStepper()  # the shipped rnnsearch-dates; more models in the model chooser
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# Row 1 writes "1" with its weight on $h_8$, one right of the "1": $\alpha$ weighs encoder states,<br>
-# not characters, and its peaks often sit one off.
+# Row 1 writes "1" weighing $h_8$, one right of the "1": $\alpha$ weighs states, not characters.
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Say:
@@ -208,7 +207,7 @@ lecture.word_order_models([rnnsearch_fr, transformer_fr], language["word_order"]
 # Minutes: 2.5
 
 # %% [markdown] slideshow={"slide_type": "slide"}
-# ### Quality against length: Bahdanau's Fig. 2 on digits; attention's gain on real strings
+# ### Bahdanau's Fig. 2 on digits; attention's gain on real strings
 #
 # <img src="../pics/seq2seq_attention_length.png" width="95%">
 #
@@ -357,20 +356,16 @@ widgets.ScaledDotExplorer()
 # ### Multi-head: split, attend, concatenate, $W^O$
 #
 # $\mathrm{MultiHead}(Q,K,V) = \mathrm{Concat}(\mathrm{head}_1, \dots, \mathrm{head}_h)\,W^O$ with
-# $\mathrm{head}_i = \mathrm{Attention}(QW_i^Q, KW_i^K, VW_i^V)$. Two heads of our EN→FR encoder:
+# $\mathrm{head}_i = \mathrm{Attention}(QW_i^Q, KW_i^K, VW_i^V)$:
 
 # %% jupyter={"source_hidden": true}
 lecture.self_attention_heads(
-    transformer_fr, "Create new cell at the current line", heads=[0, 1], max_height=330
+    transformer_fr, "Create new cell at the current line", heads=[0, 1], max_height=430
 )
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# **One projection, cut into $h$:** head $i$ attends in its own $d_k = d_{model}/h$ columns:<br>
-# the cost of one wide head, with $h$ attention patterns instead of one.
-
-# %% [markdown] slideshow={"slide_type": "fragment"}
 # **Why several?** One softmax blends what it finds into *one* average; $h$ heads keep $h$ apart.<br>
-# Head 1 sends "Create", "new" to "cell"; head 2 parks its weight on `<eos>`.
+# Our EN→FR encoder: head 1 links "Create", "new" to "cell"; head 2 parks on `<eos>`.
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Say:
