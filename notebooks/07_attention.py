@@ -355,12 +355,11 @@ widgets.ScaledDotExplorer()
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ### Multi-head: split, attend, concatenate, $W^O$
 #
-# $\mathrm{MultiHead}(Q,K,V) = \mathrm{Concat}(\mathrm{head}_1, \dots, \mathrm{head}_h)\,W^O$ with
-# $\mathrm{head}_i = \mathrm{Attention}(QW_i^Q, KW_i^K, VW_i^V)$:
+# $\mathrm{head}_i = \mathrm{Attention}(QW_i^Q, KW_i^K, VW_i^V)$, then $\mathrm{Concat}(\mathrm{head}_1, \dots, \mathrm{head}_h)\,W^O$:
 
 # %% jupyter={"source_hidden": true}
 lecture.self_attention_heads(
-    transformer_fr, "Create new cell at the current line", heads=[0, 1], max_height=430
+    transformer_fr, "Create new cell at the current line", heads=[0, 1], max_height=405
 )
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
