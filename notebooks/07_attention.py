@@ -183,7 +183,7 @@ widgets.DecodeStepper()  # the shipped rnnsearch-dates; more models in the model
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Real language: our Fig. 3, words reordered
 #
-# A test-split string found by a rule (RNNSearch right, its weights crossing: 2 strings pass):
+# One of only 2 test strings where RNNSearch is right and its weights cross (found by a rule):
 
 # %% jupyter={"source_hidden": true}
 language = load_results()  # measured once over the test split, with the models below
@@ -345,7 +345,7 @@ widgets.ScaledDotExplorer()
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Say:
-# - For random q, k with unit-variance entries, q^T k has variance d_k.
+# - For q, k with independent, zero-mean, unit-variance entries, q^T k has variance d_k.
 # - Press the preset (unscaled, d_k = 512): std of the scores 22.2 against 1.0 scaled; the largest weight per row is 0.93 on average: the softmax saturates and its gradients vanish.
 # - Tick the scaling again: the rows stay soft.
 # If asked:
