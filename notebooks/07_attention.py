@@ -61,7 +61,7 @@ torch.set_num_threads(1)  # small, latency-bound work: one thread is fastest on 
 # If asked:
 # - The code on the slides is the library's (the backup shows its source): what you see is what runs.
 # - Training times are on the model cards: dates 10 s to 2 min, digit reversal 1 to 19 min, translation at most 10 min each, one torch thread.
-# Timing: the Transformer slide by minute 25, multi-head by 44, Table 2 by 57 (61.5 planned, about 28 left for questions). Running late: say Fig. 2's right panel in one sentence and skip the by-hand fragment (about 4 minutes).
+# Timing: the Transformer slide by minute 25, multi-head by 43, Table 2 by 55 (60 planned, 30 left for questions). Running late: say Fig. 2's right panel in one sentence and skip the by-hand fragment (about 4 minutes).
 # Minutes: 1.5
 
 # %% [markdown] slideshow={"slide_type": "slide"}
@@ -119,7 +119,8 @@ lecture.reverse_demo(["rnnenc-reverse", "rnnsearch-reverse"], lengths=[6, 25, 40
 # $$\text{out} = \sum_i \alpha_i\, v_i, \qquad
 # \alpha_i = \frac{\exp(q \cdot k_i)}{\sum_{i'} \exp(q \cdot k_{i'})}$$
 #
-# Soft, so it is differentiable: the network *learns* what to look up.
+# Here the score is $q \cdot k_i$; any score will do (next slide). Soft, so it is differentiable:
+# the network *learns* what to look up.
 
 # %%
 keys = torch.tensor([[1.0, 0.0], [0.0, 1.0], [0.6, 0.8]])  # k_1..k_3: (n, d)
@@ -146,7 +147,7 @@ print(f"alpha = {a}: soft {soft.item():.1f}, hard {hard.item():.0f}")
 # ## Attention in RNN seq2seq ([Bahdanau et al., 2015](https://arxiv.org/pdf/1409.0473.pdf))
 #
 # Step $t$ scores every $h_i$ with the query $s_{t-1}$: additive, $v^\top \tanh(W s_{t-1} + U h_i)$ (ours),<br>
-# or bilinear, $s_{t-1}^\top W_a h_i$: Luong et al.'s "general" score, which they give the current state.
+# or bilinear, $s_{t-1}^\top W_a h_i$: Luong et al.'s "general" score (their query: the state after the step).
 #
 # <img src="../pics/seq2seq_attention.png" width="84%">
 
@@ -318,12 +319,6 @@ torch.allclose(attend(x[perm] + pe), attend(x + pe)[perm], atol=1e-6)  # same po
 # | $x_2$ | (1, 0) | 0.71, 0, 0.71 | 0.40, 0.20, 0.40 | (0.80, 0.60) |
 # | $x_3$ | (1, 1) | 0.71, 0.71, 1.41 | 0.25, 0.25, 0.50 | (0.75, 0.75) |
 
-# %%
-X = torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])  # x_1..x_3: (n, d)
-W_Q = torch.tensor([[0.0, 1.0], [1.0, 0.0]])  # swaps the two features
-out, alpha = A.scaled_dot_product_attention(X @ W_Q, X, X)  # Q = X W^Q, K = V = X
-alpha.round(decimals=2)  # the table's weights; out is its last column
-
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # **Why $W^Q \neq W^K$:** with $W^Q = W^K = I$, $x_1$'s weights would be 0.40, 0.20, 0.40.<br>
 # A separate $W^Q$ lets a token look for what it is not: $x_1$'s weight on $x_2$ doubles, 0.20 to 0.40.
@@ -331,14 +326,14 @@ alpha.round(decimals=2)  # the table's weights; out is its last column
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Say:
 # - Row 1 on the board: q_1 = x_1 W^Q = (0, 1); scores 0, 0.71, 0.71; exp 1, 2.03, 2.03, sum 5.06; weights 0.20, 0.40, 0.40; output 0.20 (1,0) + 0.40 (0,1) + 0.40 (1,1) = (0.60, 0.80).
-# - Each token ends up a mix of the values whose keys its query matches; the cell gives the same numbers.
+# - Each token ends up a mix of the values whose keys its query matches (the backup checks the table in code).
 # - The fragment: with W^Q = W^K a token's score with itself, |x W|^2, is usually among its largest, and "a looks for b" forces "b looks for a"; a separate W^Q lets a token look for something unlike itself (a verb for its subject).
 # If asked:
 # - A trained layer learns all three maps; W^V decides what a token hands over.
-# Minutes: 4.5
+# Minutes: 3.5
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# ### Why divide by $\sqrt{d_k}$? Scores spread wider as $d_k$ grows
+# ### Why divide by $\sqrt{d_k}$? Wide scores saturate the softmax
 
 # %% jupyter={"source_hidden": true}
 widgets.ScaledDotExplorer()
@@ -398,7 +393,7 @@ lecture.self_attention_heads(
 # Minutes: 3
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# ### Teacher forcing, and a mistake it cannot undo
+# ### Teacher forcing in training; decoding commits to what it wrote
 #
 # **Training:** position $t$'s input is the *true* $y_{t-1}$ ($y_0$ = `<s>`) and it attends to
 # $y_0..y_{t-1}$: one pass, the causal mask hiding the rest. **Decoding:** the inputs are its own
@@ -443,7 +438,7 @@ lecture.causal_demo(mask)
 # If asked:
 # - Other edits: mask.T (present and future), torch.ones(6, 6, dtype=torch.bool) (no mask).
 # - Masked positions get the lowest float, not -inf; a row with no key gives 0, not NaN. A mask of the wrong shape or type gives a one-line message.
-# Minutes: 3
+# Minutes: 2.5
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ### The Transformer's results: Table 2 of Vaswani et al.
@@ -480,7 +475,7 @@ lecture.causal_demo(mask)
 #   with $n$ when generating. LLaMA ([Touvron et al., 2023](https://arxiv.org/abs/2302.13971)) keeps
 #   $\mathrm{softmax}(QK^\top/\sqrt{d_k})\,V$; norms and positions change (RMSNorm, rotary).
 # * **What attention is not, by itself**: an explanation. In our RNN, $\alpha$'s top piece is the
-#   one whose hiding (as `<unk>`) hurts most at only 34% of steps (a random piece: 14%).
+#   one whose hiding (as `<unk>`) hurts most at 34% of steps: 2.5 times a random piece, far from always.
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Say:
@@ -540,7 +535,7 @@ lecture.causal_demo(mask)
 #
 # Kept for questions: prepared phrases, four scores trained, one head against four, one
 # query's row on real words, the sinusoidal positional encoding, the library's code and
-# multi-head in code, the equations checked by hand, how the heads split the work, your own
+# self-attention and multi-head in code, the equations checked by hand, how the heads split the work, your own
 # score in a trained model, where the alignment breaks, training live, forward times, path
 # lengths explored, $Q$/$K$/$V$ of the trained model, Table 2 and a German compound.
 
@@ -1109,6 +1104,21 @@ tuple(Q.shape), tuple(K.shape), tuple(V.shape)
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Three linear maps of the same x (after the layer norm: pre-LN). Recomputing head 1's weights
 # by hand gives exactly the weights the model reports.
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### Backup: self-attention by hand, in code
+#
+# The three tokens of the by-hand slide, $W^Q$ swapping the features, $W^K = W^V = I$:
+
+# %%
+X = torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])  # x_1..x_3: (n, d)
+W_Q = torch.tensor([[0.0, 1.0], [1.0, 0.0]])  # swaps the two features
+out, alpha = A.scaled_dot_product_attention(X @ W_Q, X, X)  # Q = X W^Q, K = V = X
+alpha.round(decimals=2)  # the table's weights; out is its last column
+
+# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
+# The library's scaled dot-product attention gives the table's weights; `out` is its last
+# column. With W_Q = torch.eye(2) the first row becomes 0.40, 0.20, 0.40.
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Backup: multi-head by hand, in code

@@ -531,7 +531,10 @@ def test_word_order_models_draws_each_models_last_layer_mean_of_heads(language):
         d = decode(model, example["source"])
         np.testing.assert_allclose(alpha, d.alpha[-1].mean(axis=0))  # (T, n)
         assert right == (tokenize(d.text) == tokenize(example["reference"]))
-        assert ax.get_title() == f"{model.card['name']}: output {'=' if right else '≠'} reference"
+        mean = f", mean of {d.alpha.shape[1]} heads" if d.alpha.shape[1] > 1 else ""
+        assert (
+            ax.get_title() == f"{model.card['name']}{mean}: {'right' if right else '≠ reference'}"
+        )
     assert _smallest_px(picture) >= typography.MIN_TEXT_PX
     assert picture.fig.get_size_inches()[0] * picture.fig.dpi <= 1140  # clear of the arrows
 

@@ -172,8 +172,8 @@ def word_order_models(models, example: dict) -> Picture:
     """Bahdanau's Fig. 3 on one stored test-split string, one heatmap per model side by side:
     each model's cross-attention of its last layer (the mean over its heads) while it
     translates ``example["source"]`` live, so the same reordering can be compared as sharp as
-    each model draws it.  Each panel's title names the model and says whether its output
-    equals the reference, word for word."""
+    each model draws it.  Each panel's title names the model (and the heads averaged) and says
+    whether its output is right (the reference, word for word) or not."""
     if not 1 <= len(models) <= 2:
         raise ValueError(f"word_order_models draws one or two models; got {len(models)}")
     panels = []
@@ -182,7 +182,9 @@ def word_order_models(models, example: dict) -> Picture:
         result = decode(model, example["source"])
         right = tokenize(result.text) == tokenize(example["reference"])
         alpha = result.alpha[-1].mean(axis=0)  # last layer, mean of heads: (T, n)
-        title = f"{model.card['name']}: output {'=' if right else '≠'} reference"
+        heads = result.alpha.shape[1]
+        what = f", mean of {heads} heads" if heads > 1 else ""  # what the panel averages
+        title = f"{model.card['name']}{what}: {'right' if right else '≠ reference'}"
         panels.append((title, alpha, result.source_tokens, result.output_tokens, right))
     x, y = panels[0][2], panels[0][3]
     same_labels = all(p[2] == x and p[3] == y for p in panels)
