@@ -119,8 +119,7 @@ lecture.reverse_demo(["rnnenc-reverse", "rnnsearch-reverse"], lengths=[6, 25, 40
 # $$\text{out} = \sum_i \alpha_i\, v_i, \qquad
 # \alpha_i = \frac{\exp(q \cdot k_i)}{\sum_{i'} \exp(q \cdot k_{i'})}$$
 #
-# Here the score is $q \cdot k_i$; any score will do (next slide). Soft, so it is differentiable:
-# the network *learns* what to look up.
+# Soft, so differentiable: the network *learns* what to look up; $q \cdot k_i$ is one score of many.
 
 # %%
 keys = torch.tensor([[1.0, 0.0], [0.0, 1.0], [0.6, 0.8]])  # k_1..k_3: (n, d)
@@ -359,7 +358,7 @@ lecture.self_attention_heads(
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # **Why several?** One softmax blends what it finds into *one* average; $h$ heads keep $h$ apart.<br>
-# Our EN→FR encoder: head 1 links "Create", "new" to "cell"; head 2 parks on `<eos>`.
+# EN→FR encoder: head 1 links "new" to "cell", head 2 parks on `<eos>`: patterns, not jobs.
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Say:

@@ -112,6 +112,7 @@ def test_reverse_demo_marks_right_and_wrong_answers():
             assert str(rnnenc[2]).startswith(got)
             assert rnnenc[2].wrong == reversal._wrong_positions(got, answer[2]) != frozenset()
     assert "<span" in table._repr_html_()  # the 40-digit string is wrong somewhere
+    assert "font-size: 24px" in table._repr_html_()  # read from the back of the room
 
 
 def test_reverse_demo_says_nothing_of_a_model_the_length_experiment_lacks():

@@ -75,12 +75,15 @@ class Table:
     caption: str = ""
     first_width: int | None = None  # % of the width for the first column (row labels)
     widths: list[float] | None = None  # % of the width for every column (wins over first_width)
+    font_px: int | None = None  # larger type than the slideshow's 20 px, for a table the room reads
 
     def _repr_html_(self) -> str:
         # Inline styles: the offline export does not load the slideshow's rise.css.  Long
         # strings (digits) wrap inside their cell rather than run off the slide.
-        td = '<td style="font-family: monospace; overflow-wrap: anywhere; text-align: left">'
-        head = "".join(f'<th style="text-align: left">{html.escape(h)}</th>' for h in self.header)
+        size = f"; font-size: {self.font_px}px" if self.font_px else ""
+        td = f'<td style="font-family: monospace; overflow-wrap: anywhere; text-align: left{size}">'
+        th = f'<th style="text-align: left{size}">'
+        head = "".join(f"{th}{html.escape(h)}</th>" for h in self.header)
         cols = ""
         widths = self.widths
         if self.first_width and not widths:

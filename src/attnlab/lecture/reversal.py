@@ -45,7 +45,8 @@ def reverse_demo(
     strings = f"{per_bin} test strings" if per_bin else "the test strings"
     caption = f"Reverse a random digit string (exact match: on {strings} of that length range)"
     header = ["digits", "", "output (wrong digits in red)", "exact match"]
-    return Table(header, rows, caption, widths=[9, 24, 50, 17])  # 40 digits on one line
+    # 24 px: the wrong digits are the message; 40 of them still fit on one line
+    return Table(header, rows, caption, widths=[9, 23, 51, 17], font_px=24)
 
 
 def _rate(results: dict, name: str, length: int) -> str:
