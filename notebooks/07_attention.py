@@ -177,7 +177,7 @@ widgets.DecodeStepper()  # the shipped rnnsearch-dates; more models in the model
 # - The year digits attend to the year; other rows spread their weight (read no story off them).
 # If asked:
 # - A date from the room, if time allows (trained on 1900-2099): "thursday december 31 2099" works; "01/02/1903" is read day/month (1903-02-01); outside the range ("4 July 1776") it fails.
-# - Reset goes back to step 1.
+# - Reset goes back to step 1. Decoding is greedy: each step writes its most likely character (beam search keeps several prefixes: backup).
 # Minutes: 3
 
 # %% [markdown] slideshow={"slide_type": "slide"}
@@ -211,8 +211,8 @@ lecture.word_order_models([rnnsearch_fr, transformer_fr], language["word_order"]
 #
 # <img src="../pics/seq2seq_attention_length.png" width="95%">
 #
-# Right: EN→FR on applications no model saw; chrF: character n-grams, 0-100.<br>
-# Attention ahead by 4-10 chrF at every length; a word-by-word dictionary beats both.
+# Right: EN→FR, applications no model saw, chrF (0-100); our strings stop at 15 words.<br>
+# Attention ahead by 4-10, not widening with length; a word dictionary beats both.
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Say:
@@ -319,12 +319,20 @@ torch.allclose(attend(x[perm] + pe), attend(x + pe)[perm], atol=1e-6)  # same po
 # | $x_3$ | (1, 1) | 0.71, 0.71, 1.41 | 0.25, 0.25, 0.50 | (0.75, 0.75) |
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
+# Row 1, step by step:
+#
+# $$\text{scores } 0,\ 0.71,\ 0.71 \;\xrightarrow{\ \exp\ }\; 1,\ 2.03,\ 2.03
+# \;\xrightarrow{\ \div\, 5.06\ }\; \alpha_{1,\cdot} = 0.20,\ 0.40,\ 0.40$$
+#
+# $$\text{out}_1 = 0.20\,(1, 0) + 0.40\,(0, 1) + 0.40\,(1, 1) = (0.60,\ 0.80)$$
+
+# %% [markdown] slideshow={"slide_type": "fragment"}
 # **Why $W^Q \neq W^K$:** with $W^Q = W^K = I$, $x_1$'s weights would be 0.40, 0.20, 0.40.<br>
 # A separate $W^Q$ lets a token look for what it is not: $x_1$'s weight on $x_2$ doubles, 0.20 to 0.40.
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Say:
-# - Row 1 on the board: q_1 = x_1 W^Q = (0, 1); scores 0, 0.71, 0.71; exp 1, 2.03, 2.03, sum 5.06; weights 0.20, 0.40, 0.40; output 0.20 (1,0) + 0.40 (0,1) + 0.40 (1,1) = (0.60, 0.80).
+# - Row 1, step by step (first fragment): q_1 = x_1 W^Q = (0, 1); scores 0, 0.71, 0.71; exp 1, 2.03, 2.03, sum 5.06; weights 0.20, 0.40, 0.40; output (0.60, 0.80).
 # - Each token ends up a mix of the values whose keys its query matches (the backup checks the table in code).
 # - The fragment: with W^Q = W^K a token's score with itself, |x W|^2, is usually among its largest, and "a looks for b" forces "b looks for a"; a separate W^Q lets a token look for something unlike itself (a verb for its subject).
 # If asked:
