@@ -175,6 +175,8 @@ widgets.DecodeStepper()  # the shipped rnnsearch-dates; more models in the model
 # - Row t is alpha_{t,1..n}: the weights the decoder gives the source characters while writing output character t. Step once, then press play.
 # - Step 1: y_1 = '1' puts its weight on h_8, the state one right of the '1' (its forward half has read the '1'; so have later ones): alpha weighs states, not characters, so peaks often sit one off.
 # - The year digits attend to the year; other rows spread their weight (read no story off them).
+
+# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # If asked:
 # - A date from the room, if time allows (trained on 1900-2099): "thursday december 31 2099" works; "01/02/1903" is read day/month (1903-02-01); outside the range ("4 July 1776") it fails.
 # - Reset goes back to step 1. Decoding is greedy: each step writes its most likely character (beam search keeps several prefixes: backup).
