@@ -61,7 +61,7 @@ torch.set_num_threads(1)  # small, latency-bound work: one thread is fastest on 
 # If asked:
 # - The code on the slides is the library's (the backup shows its source): what you see is what runs.
 # - Training times are on the model cards: dates 10 s to 2 min, digit reversal 1 to 19 min, translation at most 10 min each, one torch thread.
-# Timing: the Transformer slide by minute 25, multi-head by 43, Table 2 by 55 (60 planned, 30 left for questions). Running late: say Fig. 2's right panel in one sentence and skip the by-hand fragment (about 4 minutes).
+# Timing: the Transformer slide by minute 25, multi-head by 44, Table 2 by 57 (61 planned, 29 left for questions). Running late: say Fig. 2's right panel in one sentence and skip the by-hand fragment (about 4 minutes).
 # Minutes: 1.5
 
 # %% [markdown] slideshow={"slide_type": "slide"}
@@ -90,8 +90,9 @@ torch.set_num_threads(1)  # small, latency-bound work: one thread is fastest on 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### The bottleneck, live
 #
-# Reverse a string of digits: one fixed vector (`rnnenc`) against attention (`rnnsearch`, next
-# slides), both trained the same 1000 steps on lengths 5 to 60:
+# Reverse a string of digits: one fixed vector fed to every decoder step (`rnnenc`: Cho et al.'s
+# RNNEncDec) against attention (`rnnsearch`: RNNSearch, next slides), both trained the same
+# 1000 steps on lengths 5 to 60:
 
 # %% jupyter={"source_hidden": true}
 lecture.reverse_demo(["rnnenc-reverse", "rnnsearch-reverse"], lengths=[6, 25, 40])
@@ -173,7 +174,7 @@ widgets.DecodeStepper()  # the shipped rnnsearch-dates; more models in the model
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Say:
 # - Row t is alpha_{t,1..n}: the weights the decoder gives the source characters while writing output character t. Step once, then press play.
-# - Step 1: y_1 = '1' puts its weight on h_8, the state one right of the '1' (its forward half has read the '1'; so have later ones): alpha weighs states, not characters, so peaks often sit one off.
+# - Step 1: y_1 = '1' puts its weight on h_8, the state one right of the '1' (a likely reason, not a measurement: its forward half has read the '1', its backward half has not): alpha weighs states, not characters, so peaks often sit one off.
 # - The year digits attend to the year; other rows spread their weight (read no story off them).
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
@@ -193,13 +194,13 @@ rnnsearch_fr, transformer_fr = attnlab.load("rnnsearch-en-fr"), attnlab.load("tr
 lecture.word_order_models([rnnsearch_fr, transformer_fr], language["word_order"])
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# Both swap "available images"; the Transformer sharply (0.89), our RNN blurred (0.48, 0.42).
+# The Transformer swaps "available images" sharply (0.89); our RNN barely (0.48 against 0.42).
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Say:
 # - Each row: one French word, its weights over the English words. Left: this part's RNNSearch; right: our Transformer (next part), the mean of its last layer's heads.
 # - Right: writing "images" it looks at "images" (0.99), then "disponibles" at "available" (0.89): the rows cross, as in Bahdanau's Fig. 3.
-# - "les" has no English word: French needs the article, and it looks at its noun, "images" (0.52). Left, the same swap blurred: bi-GRU states carry their neighbours.
+# - "les" has no English word: French needs the article, and it looks at its noun, "images" (0.52). Left, the RNN barely swaps (0.48 against 0.42): bi-GRU states carry their neighbours.
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # If asked:
@@ -209,12 +210,12 @@ lecture.word_order_models([rnnsearch_fr, transformer_fr], language["word_order"]
 # Minutes: 2.5
 
 # %% [markdown] slideshow={"slide_type": "slide"}
-# ### Bahdanau's Fig. 2 on digits; attention's gain on real strings
+# ### Bahdanau's Fig. 2 redone on digits; attention's gain on real strings
 #
 # <img src="../pics/seq2seq_attention_length.png" width="95%">
 #
 # Right: EN→FR, applications no model saw, chrF (0-100); our strings stop at 15 words.<br>
-# Attention ahead by 4-10, not widening with length; a word dictionary beats both.
+# Attention ahead by 4 on 1-3 words, 8-10 beyond (flat past 4); a word dictionary beats both.
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Say:
@@ -235,7 +236,8 @@ lecture.word_order_models([rnnsearch_fr, transformer_fr], language["word_order"]
 # ## The Transformer ([Vaswani et al., 2017](https://arxiv.org/abs/1706.03762))
 #
 # Seq2seq with **no RNN**: attention alone connects the positions. An RNN's $h_t$ waits for
-# $h_{t-1}$; self-attention computes all $n$ positions at once. Table 1 of the paper:
+# $h_{t-1}$; self-attention computes all $n$ positions at once (in training and in the encoder;
+# decoding still writes one token per pass). Table 1 of the paper:
 #
 # | layer type | work per layer | sequential operations | maximum path length |
 # |---|---|---|---|
@@ -286,11 +288,35 @@ torch.allclose(attend(x[perm] + pe), attend(x + pe)[perm], atol=1e-6)  # same po
 # Say:
 # - Queries, keys and values all come from the same sequence.
 # - Unmasked, it cannot see order: shuffle the tokens and the outputs are shuffled the same way (True).
-# - Add a position vector to each token, and the same check fails (False): order now matters.
+# - Add a position vector to each token, and the same check fails (False): order now matters. The False only shows that positions break the symmetry; using order is learned.
 # If asked:
 # - Every score q_t . k_i ignores where t and i sit: without positions "3 May 1979" and "3 May 1997" (the same characters) give an unmasked encoder the same set of outputs, so their translations could not differ.
-# - The sinusoidal encoding, its formula and learned position embeddings (Table 3, row E): backup.
+# - Learned position embeddings do about as well (Table 3, row E): next slide.
 # Minutes: 4
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### Positions: the sinusoidal encoding
+#
+# $PE_{pos,2i} = \sin(pos/10000^{2i/d})$ and $PE_{pos,2i+1} = \cos(pos/10000^{2i/d})$, with $i$
+# the pair index ($i = 0..d/2-1$, $pos$ from 0, as in the paper): one sine and one cosine per
+# frequency, the frequency falling with $i$. Learned position embeddings do about as well
+# (Vaswani et al., Table 3, row E).
+
+# %% jupyter={"source_hidden": true}
+lecture.positional_encoding_picture(n=40, d=64, at=10)
+
+# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
+# Say:
+# - One sine and one cosine per pair index i: low i oscillates fast, high i slowly, like the hands of a clock; together each position gets a unique pattern.
+# - Right: the dot product with position 10's vector depends only on the offset, and tells near from far only roughly.
+# If asked:
+# - Left and middle: the 32 sine and the 32 cosine dimensions, one row per pair index i.
+# - Right: the dot product of every position's vector with position 10's. It peaks at offset 0 (32 = d/2: each (sin, cos) pair adds sin^2 + cos^2 = 1) and depends only on the offset k: PE_pos . PE_{pos+k} = sum_i cos(k w_i).
+
+# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
+# - It does not simply fall off with distance: it falls overall with ripples (local peaks near offsets 6, 12, 18 and 25, the largest at 6), so it tells near from far only roughly.
+# - PE_{pos+k} is a rotation of PE_pos in each (sin, cos) pair, which is why Vaswani et al. hypothesised that relative offsets would be easy to learn.
+# Minutes: 2
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ### Attention in the Transformer: $Q$, $K$, $V$
@@ -336,7 +362,7 @@ torch.allclose(attend(x[perm] + pe), attend(x + pe)[perm], atol=1e-6)  # same po
 # Say:
 # - Row 1, step by step (first fragment): q_1 = x_1 W^Q = (0, 1); scores 0, 0.71, 0.71; exp 1, 2.03, 2.03, sum 5.06; weights 0.20, 0.40, 0.40; output (0.60, 0.80).
 # - Each token ends up a mix of the values whose keys its query matches (the backup checks the table in code).
-# - The fragment: with W^Q = W^K a token's score with itself, |x W|^2, is usually among its largest, and "a looks for b" forces "b looks for a"; a separate W^Q lets a token look for something unlike itself (a verb for its subject).
+# - The fragment: with W^Q = W^K a token's score with itself, |x W|^2, is usually among its largest, and the scores are symmetric (a's score for b is b's for a; the weights differ, each row normalised on its own); a separate W^Q lets a token look for something unlike itself (a verb for its subject).
 # If asked:
 # - A trained layer learns all three maps; W^V decides what a token hands over.
 # Minutes: 3.5
@@ -353,7 +379,7 @@ widgets.ScaledDotExplorer()
 # - Press the preset (unscaled, d_k = 512): std of the scores 22.2 against 1.0 scaled; the largest weight per row is 0.93 on average: the softmax saturates and its gradients vanish.
 # - Tick the scaling again: the rows stay soft.
 # If asked:
-# - Above 0.99 in 5 of the 8 rows; the causal-mask toggle masks the upper triangle of the score matrix for the random Q, K (a trained encoder head is never masked, and its picture says so).
+# - Above 0.99 in 5 of the 8 rows (the readout counts; do not ask the room to count yellow cells); the causal-mask toggle masks the upper triangle of the score matrix for the random Q, K (a trained encoder head is never masked, and its picture says so).
 # Minutes: 3
 
 # %% [markdown] slideshow={"slide_type": "slide"}
@@ -468,7 +494,7 @@ lecture.causal_demo(mask)
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # - Typed phrases: our German model often drops the object ("Sortieren nach" for "Sort by date"): under-translation, the coverage problem of attention NMT (Tu et al., 2016).
 # - Deep-Att: deep LSTMs with fast-forward connections (Zhou et al., 2016); ByteNet: Kalchbrenner et al.; GNMT: Wu et al.; ConvS2S: Gehring et al.; MoE: Shazeer et al.; PosUnk: the rare-word technique of Luong, Sutskever, Le, Vinyals and Zaremba (ACL 2015); the Transformer, like ours, writes subword pieces.
-# Minutes: 2.5
+# Minutes: 1.5
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ### Where this leads
@@ -543,10 +569,10 @@ lecture.causal_demo(mask)
 # ## Backup slides
 #
 # Kept for questions: prepared phrases, four scores trained, one head against four, one
-# query's row on real words, the sinusoidal positional encoding, the library's code and
-# self-attention and multi-head in code, the equations checked by hand, how the heads split the work, your own
-# score in a trained model, where the alignment breaks, training live, forward times, path
-# lengths explored, $Q$/$K$/$V$ of the trained model, Table 2 and a German compound.
+# query's row on real words, the library's code, self-attention and multi-head in code, the
+# equations checked by hand, how the heads split the work, your own score in a trained model,
+# where the alignment breaks, training live, forward times, path lengths explored, $Q$/$K$/$V$
+# of the trained model, Table 2 and a German compound.
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Not part of the 90 minutes: open one of these when a question asks for it.
@@ -859,29 +885,6 @@ assert torch.allclose(out, lib_out) and torch.allclose(alpha, lib_alpha)
 # The library's body is the equation; the second cell writes it out on three queries and five
 # keys and checks it against the library (no output: the assert held; re-run it, any values).
 # Everything the Transformer does with attention goes through this one function.
-
-# %% [markdown] slideshow={"slide_type": "subslide"}
-# ### Backup: the sinusoidal positional encoding
-#
-# $PE_{pos,2i} = \sin(pos/10000^{2i/d})$ and $PE_{pos,2i+1} = \cos(pos/10000^{2i/d})$, with $i$
-# the pair index ($i = 0..d/2-1$, $pos$ from 0, as in the paper): one sine and one cosine per
-# frequency, the frequency falling with $i$. Learned position embeddings do about as well
-# (Vaswani et al., Table 3, row E).
-
-# %% jupyter={"source_hidden": true}
-lecture.positional_encoding_picture(n=40, d=64, at=10)
-
-# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
-# Say:
-# - One sine and one cosine per pair index i: low i oscillates fast, high i slowly, like the hands of a clock; together each position gets a unique pattern.
-# - Right: the dot product with position 10's vector depends only on the offset, and tells near from far only roughly.
-# If asked:
-# - Left and middle: the 32 sine and the 32 cosine dimensions, one row per pair index i.
-# - Right: the dot product of every position's vector with position 10's. It peaks at offset 0 (32 = d/2: each (sin, cos) pair adds sin^2 + cos^2 = 1) and depends only on the offset k: PE_pos . PE_{pos+k} = sum_i cos(k w_i).
-
-# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
-# - It does not simply fall off with distance: it falls overall with ripples (local peaks near offsets 6, 12, 18 and 25, the largest at 6), so it tells near from far only roughly.
-# - PE_{pos+k} is a rotation of PE_pos in each (sin, cos) pair, which is why Vaswani et al. hypothesised that relative offsets would be easy to learn.
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Backup: dilated convolutions, pictured
