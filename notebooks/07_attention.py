@@ -90,9 +90,8 @@ torch.set_num_threads(1)  # small, latency-bound work: one thread is fastest on 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### The bottleneck, live
 #
-# Reverse a string of digits: one fixed vector fed to every decoder step (`rnnenc`: Cho et al.'s
-# RNNEncDec) against attention (`rnnsearch`: RNNSearch, next slides), both trained the same
-# 1000 steps on lengths 5 to 60:
+# Reverse digits: Cho et al.'s RNNEncDec, one vector fed to every decoder step (`rnnenc`),
+# against attention (`rnnsearch`), both trained 1000 steps on lengths 5 to 60:
 
 # %% jupyter={"source_hidden": true}
 lecture.reverse_demo(["rnnenc-reverse", "rnnsearch-reverse"], lengths=[6, 25, 40])
