@@ -67,8 +67,8 @@ torch.set_num_threads(1)  # small, latency-bound work: one thread is fastest on 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Sequence to sequence ([Sutskever et al., 2014](https://arxiv.org/abs/1409.3215))
 #
-# * An **encoder** RNN reads the source $x_1, \dots, x_n$ into **one vector of fixed size**.
-# * A **decoder** RNN writes the target $y_1, \dots, y_m$ from that vector and its previous
+# * An **encoder** RNN reads the source $S = x_1, \dots, x_n$ into **one vector of fixed size**.
+# * A **decoder** RNN writes the target $T = y_1, \dots, y_m$ from that vector and its previous
 #   outputs; $n \neq m$ in general.
 #
 # <img src="../pics/seq2seq_lite.png" width="90%">
@@ -206,6 +206,7 @@ lecture.word_order_models([rnnsearch_fr, transformer_fr], language["word_order"]
 # - Chosen by a rule, not by hand: test-split strings of 4-12 words, no placeholders, that RNNSearch translates right with crossing alpha; only 2 passed: clean swaps are rare in that model. Both outputs are the reference, word for word.
 # - Test split: unseen strings of the 60 training packages; held out: two whole applications no model saw (backup: held-out phrases).
 # - The RNN's "." row puts 0.43 and 0.45 on "available images": its states, not its words, are what it weighs.
+# - The right panel averages heads (taught later): a rough alignment, not a word aligner; the RNN's alpha is the model's own.
 # Minutes: 2.5
 
 # %% [markdown] slideshow={"slide_type": "slide"}
@@ -214,7 +215,7 @@ lecture.word_order_models([rnnsearch_fr, transformer_fr], language["word_order"]
 # <img src="../pics/seq2seq_attention_length.png" width="95%">
 #
 # Right: EN→FR, applications no model saw, chrF (0-100); our strings stop at 15 words.<br>
-# Attention ahead by 4 on 1-3 words, 8-10 beyond (flat past 4); a word dictionary beats both.
+# Attention ahead by 4 on 1-3 words, 8-10 on longer ones; a word dictionary beats both.
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Say:
@@ -355,7 +356,7 @@ lecture.positional_encoding_picture(n=40, d=64, at=10)
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # **Why $W^Q \neq W^K$:** with $W^Q = W^K = I$, $x_1$'s weights would be 0.40, 0.20, 0.40.<br>
-# A separate $W^Q$ lets a token look for what it is not: $x_1$'s weight on $x_2$ doubles, 0.20 to 0.40.
+# Separate $W^Q$, $W^K$ make the scores asymmetric: $x_1$'s weight on $x_2$ doubles, 0.20 to 0.40.
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Say:
@@ -393,7 +394,7 @@ lecture.self_attention_heads(
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # **Why several?** One softmax blends what it finds into *one* average; $h$ heads keep $h$ apart.<br>
-# EN→FR encoder: head 1 links "new" to "cell", head 2 parks on `<eos>`: patterns, not jobs.
+# EN→FR encoder: head 1 links "new" to "cell"; head 2 often parks on `<eos>`. Patterns, not jobs.
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Say:
