@@ -356,13 +356,13 @@ lecture.positional_encoding_picture(n=40, d=64, at=10)
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # **Why $W^Q \neq W^K$:** with $W^Q = W^K = I$, $x_1$'s weights would be 0.40, 0.20, 0.40.<br>
-# Separate $W^Q$, $W^K$ make the scores asymmetric: $x_1$'s weight on $x_2$ doubles, 0.20 to 0.40.
+# With its own $W^Q$ a token need not match itself best: $x_1$'s weight on $x_2$ doubles, 0.20 to 0.40.
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Say:
 # - Row 1, step by step (first fragment): q_1 = x_1 W^Q = (0, 1); scores 0, 0.71, 0.71; exp 1, 2.03, 2.03, sum 5.06; weights 0.20, 0.40, 0.40; output (0.60, 0.80).
 # - Each token ends up a mix of the values whose keys its query matches (the backup checks the table in code).
-# - The fragment: with W^Q = W^K a token's score with itself, |x W|^2, is usually among its largest, and the scores are symmetric (a's score for b is b's for a; the weights differ, each row normalised on its own); a separate W^Q lets a token look for something unlike itself (a verb for its subject).
+# - The fragment: with W^Q = W^K a token's score with itself, |x W|^2, is usually among its largest, and the scores are symmetric. Here x_1's self-score drops to 0 and it looks for x_2: a token can look for something unlike itself (a verb for its subject). In general separate maps also allow asymmetric scores (a's for b not b's for a); this swap keeps them symmetric.
 # If asked:
 # - A trained layer learns all three maps; W^V decides what a token hands over.
 # Minutes: 3.5
@@ -393,8 +393,8 @@ lecture.self_attention_heads(
 )
 
 # %% [markdown] slideshow={"slide_type": "fragment"}
-# **Why several?** One softmax blends what it finds into *one* average; $h$ heads keep $h$ apart.<br>
-# EN→FR encoder: head 1 links "new" to "cell"; head 2 often parks on `<eos>`. Patterns, not jobs.
+# **Why several?** One softmax gives *one* average; $h$ heads keep $h$ (one head: 0.9 BLEU worse).<br>
+# Our EN→FR encoder: two heads, two patterns on one string; head 2 often parks on `<eos>`.
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Say:
@@ -441,7 +441,7 @@ lecture.teacher_forcing(transformer, "3 May 1979", "1979-05-03", mistake=[(6, "1
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # **Forced "1"**: it goes on "0", October: decoding commits to what it wrote.<br>
 # **Forced "2"**, a prefix no date has: it breaks (1979-2-030).<br>
-# What a wrong prefix does: the mechanism behind *exposure bias* (Ranzato et al., 2016).
+# A prefix never seen in training: the mechanism behind *exposure bias* (Ranzato et al., 2016).
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Say:
@@ -508,7 +508,7 @@ lecture.causal_demo(mask)
 #   the design of today's large language models.
 # * **The price of a long context**: $n^2$ scores per head and layer, and a KV cache that grows
 #   with $n$ when generating. LLaMA ([Touvron et al., 2023](https://arxiv.org/abs/2302.13971)) keeps
-#   $\mathrm{softmax}(QK^\top/\sqrt{d_k})\,V$; norms and positions change (RMSNorm, rotary).
+#   $\mathrm{softmax}(QK^\top/\sqrt{d_k})\,V$; norms, positions and the MLP change (RMSNorm, rotary, SwiGLU).
 # * **What attention is not, by itself**: an explanation. In our RNN, $\alpha$'s top piece is the
 #   one whose hiding (as `<unk>`) hurts most at 34% of steps: 2.5 times a random piece, far from always.
 
