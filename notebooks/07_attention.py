@@ -134,7 +134,7 @@ print(f"alpha = {a}: soft {soft.item():.1f}, hard {hard.item():.0f}")
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Say:
 # - A dict needs a key exactly equal to the query; attention compares the query with every key and returns a weighted mix of the values.
-# - Read the cell's line: weights 0.53, 0.12, 0.35 (scores 2.0, 0.5, 1.6), output 18.3; hard attention (an argmax) returns 10.
+# - Read the cell's line: weights 0.53, 0.12, 0.35 (scores 2.0, 0.5, 1.6), output 18.3; the argmax (hard attention's test-time form; Xu et al. 2015 sample a position in training) returns 10.
 # - Ask: what if every score is equal? (the plain average, 20).
 # If asked:
 # - Soft, so gradients flow to the scores: the network learns what to look up.
@@ -154,7 +154,9 @@ print(f"alpha = {a}: soft {soft.item():.1f}, hard {hard.item():.0f}")
 # Say:
 # - Keep every encoder state h_i: step t looks them all up with the query s_{t-1}; each h_i is both key (scored) and value (averaged): c_t is their weighted average.
 # - c_t goes into the decoder step and into the output: p(y_t | y_<t, x) = g(y_{t-1}, s_t, c_t).
-# - The score is a small network (additive); s^T W_a h is the bilinear alternative.
+# - The score is a small network (additive: Luong et al. call it "concat"); s^T W_a h is the bilinear alternative.
+
+# %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # If asked:
 # - Arrow thickness = alpha_{t,i}; positive, sum 1 over i; y_0 is <s>.
 # - Luong et al. (EMNLP 2015) run the RNN step first, score the current state, and feed c_t through tanh(W_c [c_t; h_t]); s^T W_a h is their "general" form, here on Bahdanau's query.
@@ -376,7 +378,7 @@ widgets.ScaledDotExplorer()
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Say:
 # - For q, k with independent, zero-mean, unit-variance entries, q^T k has variance d_k.
-# - Press the preset (unscaled, d_k = 512): std of the scores 22.2 against 1.0 scaled; the largest weight per row is 0.93 on average: the softmax saturates and its gradients vanish.
+# - Press the preset (unscaled, d_k = 512): std of the scores 22.2 against 1.0 scaled; the largest weight per row is 0.93 on average: the softmax saturates and its gradients vanish (its Jacobian diag(alpha) - alpha alpha^T is near 0 when one weight is near 1).
 # - Tick the scaling again: the rows stay soft.
 # If asked:
 # - Above 0.99 in 5 of the 8 rows (the readout counts; do not ask the room to count yellow cells); the causal-mask toggle masks the upper triangle of the score matrix for the random Q, K (a trained encoder head is never masked, and its picture says so).
@@ -441,7 +443,7 @@ lecture.teacher_forcing(transformer, "3 May 1979", "1979-05-03", mistake=[(6, "1
 # %% [markdown] slideshow={"slide_type": "fragment"}
 # **Forced "1"**: it goes on "0", October: decoding commits to what it wrote.<br>
 # **Forced "2"**, a prefix no date has: it breaks (1979-2-030).<br>
-# A prefix never seen in training: the mechanism behind *exposure bias* (Ranzato et al., 2016).
+# That unseen prefix is the mechanism behind *exposure bias* (Ranzato et al., 2016).
 
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Say:
@@ -486,7 +488,7 @@ lecture.causal_demo(mask)
 # %% [raw] raw_mimetype="text/markdown" slideshow={"slide_type": "notes"}
 # Say:
 # - Better BLEU than every earlier single model and ensemble on EN-DE, at a fraction of the training cost: the base model's 27.3 at 3.3e18 FLOPs against ConvS2S's ensemble's 26.36 at 7.7e19.
-# - On EN-FR the big model's 41.8 (41.0 in the NIPS version) is above every single model.
+# - On EN-FR the big model's 41.8 (arXiv) is above every single model and the ensembles too (41.29); the NIPS version's 41.0 beats the single models only.
 # - Ours are not comparable: interface strings, not news; chrF; minutes on a CPU, not days on 8 GPUs (backup: chart and numbers).
 # If asked:
 # - The dictionary: 51.6 against our French Transformer's 50.8 on unseen applications (p = 0.07); in domain the Transformer leads, 56.3 against 53.3. Every neural model loses 4.7 to 8.4 chrF on applications it never saw.
