@@ -556,6 +556,7 @@ lecture.causal_demo(mask)
 # * Koehn, Knowles. [Six challenges for NMT](https://arxiv.org/abs/1706.03872), WNMT 2017; Ghader, Monz. [What does attention in NMT pay attention to?](https://arxiv.org/abs/1710.03348), IJCNLP 2017; Tu et al. [Modeling coverage](https://arxiv.org/abs/1601.04811), ACL 2016.
 # * Devlin et al. [BERT](https://arxiv.org/abs/1810.04805), NAACL 2019; Radford et al. [GPT](https://cdn.openai.com/research-covers/language-unsupervised/language_understanding_paper.pdf), 2018; Touvron et al. [LLaMA](https://arxiv.org/abs/2302.13971), 2023.
 # * Rao, McMahan. *Natural Language Processing with PyTorch*, chapter 8. O'Reilly 2019.
+# * Xu et al. [Show, attend and tell](https://arxiv.org/abs/1502.03044) (hard attention). ICML 2015.
 # * Exposure bias: Bengio et al. [Scheduled sampling](https://arxiv.org/abs/1506.03099), NIPS 2015; Ranzato et al. [Sequence level training](https://arxiv.org/abs/1511.06732), ICLR 2016.
 # * [Attention? Attention!](https://lilianweng.github.io/posts/2018-06-24-attention/), Lilian Weng; [The Annotated Transformer](https://nlp.seas.harvard.edu/annotated-transformer/).
 
