@@ -549,7 +549,7 @@ lecture.causal_demo(mask)
 # ### References (continued)
 #
 # * Xiong et al. [On layer normalization in the Transformer architecture](https://arxiv.org/abs/2002.04745). ICML 2020.
-# * Clark, Khandelwal, Levy, Manning. [What does BERT look at? An analysis of BERT's attention](https://arxiv.org/abs/1906.04341). BlackboxNLP 2019.
+# * Clark, Khandelwal, Levy, Manning. [What does BERT look at?](https://arxiv.org/abs/1906.04341) BlackboxNLP 2019.
 # * Michel, Levy, Neubig. [Are sixteen heads really better than one?](https://arxiv.org/abs/1905.10650) NeurIPS 2019.
 # * Voita et al. [Analyzing multi-head self-attention: specialized heads do the heavy lifting, the rest can be pruned](https://arxiv.org/abs/1905.09418). ACL 2019.
 # * Jain, Wallace. [Attention is not explanation](https://arxiv.org/abs/1902.10186), NAACL 2019; Wiegreffe, Pinter. [Attention is not not explanation](https://arxiv.org/abs/1908.04626), EMNLP 2019.
