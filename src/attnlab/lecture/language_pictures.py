@@ -78,7 +78,8 @@ def drawn_phrases(
 
 
 def _sized_heatmaps(
-    x_labels, y_labels, panels: int = 1, max_height: float = 520, title="", cell_px: float = CELL_PX, max_width: float = MAX_WIDTH_PX,
+    x_labels, y_labels, panels: int = 1, max_height: float = 520, title="",
+    cell_px: float = CELL_PX, max_width: float = MAX_WIDTH_PX,
 ):  # fmt: skip
     """A slide figure with ``panels`` heatmaps side by side, each big enough for every label.
 
